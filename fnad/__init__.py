@@ -1,0 +1,24 @@
+"""fnad: functional automatic differentiation and compilation over numpy and Numba."""
+from . import primitives as _primitives  # noqa: F401  (declares every primitive)
+from .array import Array, devices  # noqa: F401
+from .core import ShapedArray  # noqa: F401
+from .transforms.jvp import jvp  # noqa: F401
+from .transforms.vjp import vjp, grad, value_and_grad  # noqa: F401
+from .transforms.jacobians import jacfwd, jacrev, hessian  # noqa: F401
+from .transforms.custom import custom_jvp, custom_vjp, checkpoint, remat  # noqa: F401
+from . import numpy, lax, tree_util, tree, nn, scipy, test_util, errors  # noqa: F401
+from .errors import (  # noqa: F401
+    ShapeError, DTypeError, ImmutableArrayError, EscapedTracerError, GradientError,
+    ConcretizationError)
+
+
+def device_put(x, device=None):
+    """Place a pytree of arrays on `device` (the cpu today): numpy leaves become Arrays."""
+    return tree_util.tree_map(numpy.asarray, x)
+
+
+def block_until_ready(x):
+    return x
+
+
+__version__ = "0.1.0"

@@ -1,0 +1,287 @@
+"""The core: abstract values, primitives, interpreters (traces) and tracers.
+
+Every operation in fnad is a `Primitive`, declared once with all its rules.
+`Primitive.bind` hands the operation to the *current* interpreter. Interpreters
+form a chain: each transform's trace has a parent, and evaluates its rules while
+its parent is current, so the rule's own operations are seen by the enclosing
+transform (that is how derivatives of derivatives happen). Tracers are tagged with
+the trace that made them; a trace treats any value that is not its own tracer as a
+constant and passes it down, so nested transforms never confuse their
+perturbations. A tracer that reaches the bottom of the chain has escaped.
+"""
+import numpy as np
+
+from .errors import EscapedTracerError, ShapeError, DTypeError
+
+
+class ShapedArray:
+    """An abstract value: what is known of an array while tracing."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __eq__(self, other):
+        return (isinstance(other, ShapedArray) and self.shape == other.shape
+                and self.dtype == other.dtype)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self):
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    def str_short(self):
+        return repr(self)
+
+
+def get_aval(x):
+    """The abstract value of anything bind accepts."""
+    return ShapedArray(np.shape(x) if not hasattr(x, "shape") else x.shape,
+                       x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype)
+
+
+# --------------------------------------------------------------------------- primitives
+
+PRIMITIVES = {}
+
+RULES = ("abstract_eval", "impl", "jvp", "vjp")
+
+
+class Primitive:
+    """One operation with everything fnad needs to know about it.
+
+    abstract_eval(*avals, **params) -> ShapedArray (or a list of them)
+    impl(*numpy_values, **params)    -> numpy value (or a list): the cpu kernel
+    jvp(primals, tangents, **params) -> (out, tangent_out); tangents may be None (zero)
+    vjp(cotangent, out, *args, **params) -> one cotangent per arg (None for zero)
+    batch(args, batch_dims, **params) -> (out, out_batch_dim): the vmap rule
+    scalar: for elementwise primitives, the scalar expression the fusing compiler
+            inlines, a format string over operand names ``{0}``, ``{1}``...
+    """
+
+    def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch=None,
+                 scalar=None, multiple_results=False):
+        if name in PRIMITIVES:
+            raise ValueError(f"primitive {name!r} is declared twice")
+        self.name = name
+        self.abstract_eval = abstract_eval
+        self.impl = impl
+        self.jvp = jvp
+        self.vjp = vjp
+        self.batch = batch
+        self.scalar = scalar
+        self.multiple_results = multiple_results
+        PRIMITIVES[name] = self
+
+    def __repr__(self):
+        return self.name
+
+    def bind(self, *args, **params):
+        trace = _current
+        if trace is EVAL:
+            return self.eval(args, params)
+        return trace.process(self, args, params)
+
+    def eval(self, args, params):
+        """Run the cpu kernel on concrete values: the eager fast path."""
+        values = []
+        for a in args:
+            if type(a) is Array:
+                values.append(a._value)
+            else:
+                values.append(_concrete_operand(self, a))
+        try:
+            out = self.impl(*values, **params)
+        except (ValueError, TypeError, IndexError) as err:
+            self.explain_failure(args, params)
+            raise err
+        if self.multiple_results:
+            return [_wrap(o) for o in out]
+        return _wrap(out)
+
+    def explain_failure(self, args, params):
+        """A kernel raised: re-check with the shape rule, whose error names the operands."""
+        avals = [get_aval(a) for a in args]
+        self.abstract_eval(*avals, **params)
+
+
+def _concrete_operand(prim, a):
+    if isinstance(a, (np.ndarray, np.generic)):
+        return a
+    if isinstance(a, Tracer):
+        raise EscapedTracerError(
+            f"{prim.name} got a value traced by {a._trace.name}, which has already "
+            f"returned (or is not active here): a traced value escaped its transform, "
+            f"e.g. through a global, a closure or a side effect. Return it from the "
+            f"transformed function instead.")
+    raise TypeError(f"{prim.name}: operand of type {type(a).__name__} is not an array")
+
+
+def _wrap(value):
+    a = object.__new__(Array)
+    a._value = value if type(value) is np.ndarray else np.asarray(value)
+    return a
+
+
+# --------------------------------------------------------------------------- traces
+
+class Trace:
+    """An interpreter of `bind`. Subclasses implement `process`."""
+    name = "trace"
+
+    def __init__(self, parent):
+        self.parent = parent
+        self.alive = True
+
+    def process(self, prim, args, params):
+        raise NotImplementedError
+
+    def process_custom(self, rules, args):
+        """Apply a function that carries its own derivative rules (custom_jvp,
+        custom_vjp, checkpoint); see fnad.transforms.custom.CustomRules."""
+        raise NotImplementedError
+
+    def bind_in_parent(self, prim, args, params):
+        parent = self.parent
+        if parent is EVAL:
+            return prim.eval(args, params)
+        return parent.process(prim, args, params)
+
+
+class EvalTrace(Trace):
+    name = "eval"
+
+    def process(self, prim, args, params):
+        return prim.eval(args, params)
+
+    def process_custom(self, rules, args):
+        return rules.fun(list(args))
+
+
+EVAL = EvalTrace(None)
+_current = EVAL
+
+
+def current_trace():
+    return _current
+
+
+class use_trace:
+    """Context manager making `trace` the current interpreter."""
+    __slots__ = ("trace", "previous")
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __enter__(self):
+        global _current
+        self.previous = _current
+        _current = self.trace
+        return self.trace
+
+    def __exit__(self, *exc):
+        global _current
+        _current = self.previous
+
+
+def bind_custom(rules, args):
+    """Entry point for functions with custom rules, dispatched like a primitive."""
+    return _current.process_custom(rules, args)
+
+
+class Tracer:
+    """A value seen by an interpreter; subclasses add the interpreter's data."""
+    __slots__ = ("_trace",)
+    __array_priority__ = 100
+
+    @property
+    def aval(self):
+        raise NotImplementedError
+
+    @property
+    def shape(self):
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def concrete(self):
+        """The concrete Array under this tracer, for Python control flow; interpreters
+        that know only abstract values raise a ConcretizationError here."""
+        raise NotImplementedError
+
+    def __bool__(self):
+        return bool(self.concrete())
+
+    def __float__(self):
+        return float(self.concrete())
+
+    def __int__(self):
+        return int(self.concrete())
+
+    def __index__(self):
+        return int(self.concrete())
+
+    def item(self):
+        return self.concrete().item()
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.concrete(), dtype=dtype)
+
+    def __repr__(self):
+        return f"Traced<{self.aval}> by {self._trace.name}"
+
+    def __setitem__(self, idx, value):
+        from .array import immutable_error
+        raise immutable_error()
+
+    __hash__ = None
+
+
+# Array lives in its own module; imported last because it needs the names above.
+from .array import Array  # noqa: E402
+
+
+def check_same_dtype(prim_name, avals):
+    dtypes = {a.dtype for a in avals}
+    if len(dtypes) > 1:
+        raise DTypeError(f"{prim_name} needs operands of one dtype, got "
+                         + ", ".join(f"{a.dtype} {a.shape}" for a in avals))
+    return avals[0].dtype
+
+
+def broadcast_shapes(prim_name, *shapes):
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ShapeError(f"{prim_name}: shapes " + " and ".join(map(str, shapes))
+                         + " do not broadcast together") from None

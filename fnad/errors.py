@@ -1,0 +1,33 @@
+"""Every misuse fnad detects has one exception class here.
+
+Each subclasses the builtin a user would reach for in an ``except`` clause
+(TypeError, ValueError), so code written against numpy or JAX keeps working.
+"""
+
+
+class FnadError(Exception):
+    """Base of fnad's own exceptions."""
+
+
+class ShapeError(FnadError, ValueError):
+    """Operands whose shapes do not fit the operation."""
+
+
+class DTypeError(FnadError, TypeError):
+    """An operand dtype the operation does not accept, or that fnad does not support."""
+
+
+class ImmutableArrayError(FnadError, TypeError):
+    """An attempt to write into an Array in place."""
+
+
+class EscapedTracerError(FnadError, RuntimeError):
+    """A traced value used after the transform that made it has returned."""
+
+
+class GradientError(FnadError, TypeError):
+    """A differentiation request that has no meaning (non-scalar output, integer input)."""
+
+
+class ConcretizationError(FnadError, TypeError):
+    """A Python value (bool, int, float) demanded of a value that is only known abstractly."""

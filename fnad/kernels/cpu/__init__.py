@@ -1,0 +1,1 @@
+"""Numba cpu kernels for the primitives numpy cannot do in one call."""

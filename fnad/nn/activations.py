@@ -1,0 +1,78 @@
+"""Activation functions, as composites of primitives, stable for large inputs."""
+import math
+
+import numpy as np
+
+from .. import numpy as fnp
+from ..numpy._core import promote_inexact, as_operand
+from ..scipy.special import logsumexp as _logsumexp, expit
+from ..lax import stop_gradient
+
+
+def relu(x):
+    x = as_operand(x)
+    return fnp.maximum(x, 0) if x.dtype.kind != "f" else fnp.where(x > 0, x, 0)
+
+
+def sigmoid(x):
+    return expit(x)
+
+
+def softplus(x):
+    # log(1 + e^x) = max(x, 0) + log1p(e^{-|x|}): no overflow for large |x|.
+    x, = promote_inexact(x)
+    return fnp.maximum(x, 0) + fnp.log1p(fnp.exp(-fnp.abs(x)))
+
+
+def log_sigmoid(x):
+    return -softplus(-as_operand(x))
+
+
+def silu(x):
+    x, = promote_inexact(x)
+    return x * sigmoid(x)
+
+
+swish = silu
+
+
+def gelu(x, approximate=True):
+    """x * Phi(x); by default the tanh approximation, as in JAX."""
+    x, = promote_inexact(x)
+    if approximate:
+        c = math.sqrt(2 / math.pi)
+        return 0.5 * x * (1 + fnp.tanh(c * (x + 0.044715 * x ** 3)))
+    from ..scipy.special import erf
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def softmax(x, axis=-1):
+    x, = promote_inexact(x)
+    # Shifting by the max leaves softmax unchanged and keeps exp from overflowing.
+    shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))
+    e = fnp.exp(shifted)
+    return e / fnp.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis=-1):
+    x, = promote_inexact(x)
+    shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))
+    return shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True))
+
+
+def logsumexp(x, axis=None, keepdims=False):
+    return _logsumexp(x, axis=axis, keepdims=keepdims)
+
+
+def one_hot(x, num_classes, dtype=np.float32, axis=-1):
+    x = as_operand(x)
+    classes = fnp.arange(num_classes, dtype=x.dtype)
+    out_ndim = x.ndim + 1
+    axis = axis % out_ndim
+    hits = fnp.expand_dims(x, axis) == fnp.reshape(
+        classes, tuple(num_classes if i == axis else 1 for i in range(out_ndim)))
+    return fnp.astype(hits, dtype)
+
+
+def hard_tanh(x):
+    return fnp.clip(x, -1, 1)

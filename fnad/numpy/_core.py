@@ -1,0 +1,116 @@
+"""Turning user values into fnad values, and numpy's promotion rules."""
+import numpy as np
+
+from ..array import Array
+from ..core import Tracer
+from .. import dtypes
+from ..primitives.elementwise import convert_element_type_p
+
+
+def asarray(a, dtype=None, copy=None):
+    """An fnad value for `a`. numpy arrays are copied, so later writes to them cannot
+    change the fnad Array; Python floats become float32 and ints int32."""
+    if isinstance(a, (Array, Tracer)):
+        return a if dtype is None else astype(a, dtype)
+    if isinstance(a, (np.ndarray, np.generic)):
+        value = np.array(a, dtype=dtype)
+    elif isinstance(a, (bool, int, float)):
+        value = np.asarray(a, dtype if dtype is not None else dtypes.canonical_python_dtype(a))
+    elif isinstance(a, (list, tuple)):
+        if any(isinstance(x, (Array, Tracer)) for x in a):
+            from ._shapes import stack
+            return stack([asarray(x, dtype) for x in a])
+        value = np.array(a, dtype=dtype)
+        if dtype is None:
+            value = value.astype(_default_for_python_sequence(value.dtype), copy=False)
+    else:
+        raise TypeError(f"cannot convert a {type(a).__name__} to an fnad array")
+    dtypes.check_supported(value.dtype)
+    return Array(value)
+
+
+array = asarray
+
+
+def _default_for_python_sequence(dtype):
+    if dtype.kind == "f":
+        return dtypes.float32
+    if dtype.kind in "iu":
+        return dtypes.int32
+    return dtype
+
+
+def as_operand(x):
+    """Cheap conversion for operands: fnad values pass through untouched."""
+    if isinstance(x, (Array, Tracer)):
+        return x
+    return asarray(x)
+
+
+def dtype_of(x):
+    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+
+
+def astype(x, dtype):
+    dtype = dtypes.check_supported(dtype)
+    x = as_operand(x)
+    if x.dtype == dtype:
+        return x
+    return convert_element_type_p.bind(x, new_dtype=dtype)
+
+
+def _is_python_scalar(x):
+    return type(x) in (int, float, bool)
+
+
+def promote(*args):
+    """Operands converted to their common dtype by numpy's rules. Python scalars are
+    weak: they take the dtype of the array operands unless their kind is higher."""
+    arrays = [a for a in args if not _is_python_scalar(a)]
+    if not arrays:
+        arrays = [asarray(args[0])]
+        args = (arrays[0],) + args[1:]
+    arrays = [as_operand(a) for a in arrays]
+    dtype = arrays[0].dtype
+    for a in arrays[1:]:
+        if a.dtype != dtype:
+            dtype = np.promote_types(dtype, a.dtype)
+    for a in args:
+        if _is_python_scalar(a):
+            dtype = dtypes.weak_result_dtype(dtype, a)
+    out, it = [], iter(arrays)
+    for a in args:
+        if _is_python_scalar(a):
+            out.append(np.asarray(a, dtype))
+        else:
+            out.append(astype(next(it), dtype))
+    return out
+
+
+def promote_inexact(*args):
+    """promote, then to floating point (as numpy does for true division, exp, ...)."""
+    out = promote(*args)
+    dtype = out[0].dtype
+    if dtype.kind != "f":
+        dtype = np.promote_types(dtype, np.float16)
+        out = [astype(o, dtype) if isinstance(o, (Array, Tracer)) else o.astype(dtype)
+               for o in out]
+    return out
+
+
+def normalize_axis(axis, ndim, name="axis"):
+    if not -ndim <= axis < max(ndim, 1):
+        from ..errors import ShapeError
+        raise ShapeError(f"{name} {axis} is out of bounds for an array of dimension {ndim}")
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(normalize_axis(a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise ValueError(f"repeated axis in {axis}")
+        return tuple(sorted(axes))
+    return (normalize_axis(axis, ndim),)

@@ -1,0 +1,110 @@
+"""Array creation. Results are concrete Arrays (constants to every transform)."""
+import numpy as np
+
+from ..array import Array
+from .. import dtypes
+from ._core import as_operand
+
+
+def _dtype(dtype, fill=0.0):
+    if dtype is None:
+        return dtypes.canonical_python_dtype(fill)
+    return dtypes.check_supported(dtype)
+
+
+def _shape(shape):
+    return (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
+
+
+def zeros(shape, dtype=None):
+    return Array(np.zeros(_shape(shape), _dtype(dtype)))
+
+
+def ones(shape, dtype=None):
+    return Array(np.ones(_shape(shape), _dtype(dtype)))
+
+
+def empty(shape, dtype=None):
+    return zeros(shape, dtype)
+
+
+def full(shape, fill_value, dtype=None):
+    if dtype is None and hasattr(fill_value, "dtype"):
+        dtype = fill_value.dtype
+    if not isinstance(fill_value, (int, float, bool, np.generic, np.ndarray)):
+        from ._shapes import broadcast_to
+        from ._core import astype
+        value = as_operand(fill_value)
+        return broadcast_to(astype(value, dtype or value.dtype), _shape(shape))
+    return Array(np.full(_shape(shape), fill_value, _dtype(dtype, fill_value)))
+
+
+def _like_dtype(a, dtype):
+    return dtypes.check_supported(dtype) if dtype is not None else as_operand(a).dtype
+
+
+def zeros_like(a, dtype=None, shape=None):
+    return Array(np.zeros(as_operand(a).shape if shape is None else _shape(shape),
+                          _like_dtype(a, dtype)))
+
+
+def ones_like(a, dtype=None, shape=None):
+    return Array(np.ones(as_operand(a).shape if shape is None else _shape(shape),
+                         _like_dtype(a, dtype)))
+
+
+def empty_like(a, dtype=None, shape=None):
+    return zeros_like(a, dtype, shape)
+
+
+def full_like(a, fill_value, dtype=None, shape=None):
+    return full(as_operand(a).shape if shape is None else shape, fill_value,
+                _like_dtype(a, dtype))
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    if dtype is None:
+        kinds = [type(v) for v in (start, stop, step) if v is not None]
+        dtype = dtypes.float32 if float in kinds else (
+            np.result_type(*[v for v in (start, stop, step) if v is not None])
+            if any(isinstance(v, (np.generic, np.ndarray)) for v in (start, stop, step))
+            else dtypes.int32)
+    return Array(np.arange(start, stop, step, dtype=dtypes.check_supported(dtype)))
+
+
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None):
+    dtype = _dtype(dtype, 0.0)
+    out = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep)
+    if retstep:
+        return Array(out[0].astype(dtype)), out[1]
+    return Array(out.astype(dtype))
+
+
+def eye(N, M=None, k=0, dtype=None):
+    return Array(np.eye(N, M, k, dtype=_dtype(dtype)))
+
+
+def identity(n, dtype=None):
+    return eye(n, dtype=dtype)
+
+
+def tri(N, M=None, k=0, dtype=None):
+    return Array(np.tri(N, M, k, dtype=_dtype(dtype)))
+
+
+def meshgrid(*xi, indexing="xy"):
+    from ._shapes import broadcast_to, reshape
+    xi = [as_operand(x) for x in xi]
+    n = len(xi)
+    shapes = [x.size for x in xi]
+    if indexing == "xy" and n >= 2:
+        shapes[0], shapes[1] = shapes[1], shapes[0]
+    out = []
+    for i, x in enumerate(xi):
+        axis = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            axis = 1 - i
+        view = [1] * n
+        view[axis] = x.size
+        out.append(broadcast_to(reshape(x, view), shapes))
+    return out

@@ -1,0 +1,2 @@
+def einsum(*a, **k):
+    raise RuntimeError("einsum is being written")

@@ -1,0 +1,290 @@
+"""numpy's elementwise functions over the elementwise primitives."""
+import numpy as np
+
+from ..array import Array
+from ..primitives import elementwise as E
+from ._core import promote, promote_inexact, as_operand, astype
+
+
+def _binary(prim):
+    def op(x, y):
+        # The eager fast path: two Arrays of one dtype need no promotion.
+        if type(x) is Array and type(y) is Array and x._value.dtype == y._value.dtype:
+            return prim.bind(x, y)
+        return prim.bind(*promote(x, y))
+    op.__name__ = prim.name
+    return op
+
+
+def _binary_inexact(prim):
+    def op(x, y):
+        if type(x) is Array and type(y) is Array and x._value.dtype == y._value.dtype \
+                and x._value.dtype.kind == "f":
+            return prim.bind(x, y)
+        return prim.bind(*promote_inexact(x, y))
+    op.__name__ = prim.name
+    return op
+
+
+def _unary_inexact(prim):
+    def op(x):
+        if type(x) is not Array or x._value.dtype.kind != "f":
+            x, = promote_inexact(x)
+        return prim.bind(x)
+    op.__name__ = prim.name
+    return op
+
+
+def _unary(prim):
+    def op(x):
+        return prim.bind(as_operand(x))
+    op.__name__ = prim.name
+    return op
+
+
+add = _binary(E.add_p)
+subtract = _binary(E.sub_p)
+multiply = _binary(E.mul_p)
+true_divide = divide = _binary_inexact(E.div_p)
+maximum = _binary(E.max_p)
+minimum = _binary(E.min_p)
+arctan2 = _binary_inexact(E.atan2_p)
+fmod = _binary(E.rem_p)
+equal = _binary(E.eq_p)
+not_equal = _binary(E.ne_p)
+less = _binary(E.lt_p)
+less_equal = _binary(E.le_p)
+greater = _binary(E.gt_p)
+greater_equal = _binary(E.ge_p)
+bitwise_and = _binary(E.and_p)
+bitwise_or = _binary(E.or_p)
+bitwise_xor = _binary(E.xor_p)
+negative = _unary(E.neg_p)
+sign = _unary(E.sign_p)
+invert = bitwise_not = _unary(E.not_p)
+absolute = abs = _unary(E.abs_p)
+
+exp = _unary_inexact(E.exp_p)
+log = _unary_inexact(E.log_p)
+log1p = _unary_inexact(E.log1p_p)
+expm1 = _unary_inexact(E.expm1_p)
+sqrt = _unary_inexact(E.sqrt_p)
+sin = _unary_inexact(E.sin_p)
+cos = _unary_inexact(E.cos_p)
+tan = _unary_inexact(E.tan_p)
+tanh = _unary_inexact(E.tanh_p)
+arcsin = _unary_inexact(E.arcsin_p)
+arccos = _unary_inexact(E.arccos_p)
+arctan = _unary_inexact(E.arctan_p)
+sinh = _unary_inexact(E.sinh_p)
+cosh = _unary_inexact(E.cosh_p)
+arcsinh = _unary_inexact(E.arcsinh_p)
+arctanh = _unary_inexact(E.arctanh_p)
+_floor = _unary_inexact(E.floor_p)
+_ceil = _unary_inexact(E.ceil_p)
+isfinite = _unary(E.is_finite_p)
+
+
+def _keeps_integers(float_op):
+    def op(x):
+        x = as_operand(x)
+        return x if x.dtype.kind in "biu" else float_op(x)
+    op.__name__ = float_op.__name__
+    return op
+
+
+floor = _keeps_integers(_floor)
+ceil = _keeps_integers(_ceil)
+
+
+def round(x, decimals=0):  # noqa: A001 (numpy's name)
+    x = as_operand(x)
+    if x.dtype.kind in "biu":
+        return x
+    if decimals == 0:
+        return E.round_p.bind(x)
+    scale = 10.0 ** decimals
+    return E.round_p.bind(x * scale) / scale
+
+
+around = round
+
+
+def trunc(x):
+    x = as_operand(x)
+    if x.dtype.kind in "biu":
+        return x
+    return where(x < 0, ceil(x), floor(x))
+
+
+def power(x, y):
+    # An integer exponent known at trace time gets the exact integer_pow rule, which
+    # is differentiable at x = 0 and defined for negative x.
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool) \
+            and not isinstance(x, (int, float)):
+        x = as_operand(x)
+        if x.dtype.kind == "f" or y >= 0:
+            return E.integer_pow_p.bind(x, y=int(y))
+    x, y = promote(x, y)
+    if x.dtype.kind != "f":
+        x, y = promote_inexact(x, y)
+    return E.pow_p.bind(x, y)
+
+
+def square(x):
+    return E.integer_pow_p.bind(as_operand(x), y=2)
+
+
+def reciprocal(x):
+    return divide(1, x)
+
+
+def rsqrt(x):
+    x, = promote_inexact(x)
+    return E.rsqrt_p.bind(x)
+
+
+def cbrt(x):
+    x, = promote_inexact(x)
+    return sign(x) * abs(x) ** (1.0 / 3.0)
+
+
+def exp2(x):
+    x, = promote_inexact(x)
+    return exp(x * np.log(2.0))
+
+
+def log2(x):
+    x, = promote_inexact(x)
+    return log(x) / np.asarray(np.log(2.0), x.dtype)
+
+
+def log10(x):
+    x, = promote_inexact(x)
+    return log(x) / np.asarray(np.log(10.0), x.dtype)
+
+
+def logaddexp(x, y):
+    x, y = promote_inexact(x, y)
+    m = maximum(x, y)
+    return m + log1p(exp(-abs(x - y)))
+
+
+def floor_divide(x, y):
+    x, y = promote(x, y)
+    if x.dtype.kind == "f":
+        return floor(x / y)
+    return astype(_floor(astype(x, np.float64) / astype(y, np.float64)), x.dtype)
+
+
+def remainder(x, y):
+    """numpy's mod: the result takes the sign of the divisor."""
+    x, y = promote(x, y)
+    r = E.rem_p.bind(x, y)
+    fix = (r != 0) & ((r < 0) != (y < 0))
+    return where(fix, r + y, r)
+
+
+mod = remainder
+
+
+def divmod(x, y):  # noqa: A001
+    return floor_divide(x, y), remainder(x, y)
+
+
+def positive(x):
+    return as_operand(x)
+
+
+def logical_not(x):
+    return E.not_p.bind(astype(x, np.bool_))
+
+
+def _logical(prim):
+    def op(x, y):
+        return prim.bind(*promote(astype(x, np.bool_), astype(y, np.bool_)))
+    return op
+
+
+logical_and = _logical(E.and_p)
+logical_or = _logical(E.or_p)
+logical_xor = _logical(E.xor_p)
+
+
+def isnan(x):
+    x = as_operand(x)
+    return x != x
+
+
+def isinf(x):
+    x = as_operand(x)
+    if x.dtype.kind != "f":
+        return x != x
+    return abs(x) == np.inf
+
+
+def where(condition, x=None, y=None):
+    if x is None and y is None:
+        from ._indexing import nonzero
+        return nonzero(condition)
+    condition = astype(condition, np.bool_)
+    x, y = promote(x, y)
+    return E.select_p.bind(condition, x, y)
+
+
+def clip(a, a_min=None, a_max=None):
+    a = as_operand(a)
+    if a_min is not None:
+        a = maximum(a, a_min)
+    if a_max is not None:
+        a = minimum(a, a_max)
+    return a
+
+
+def sinc(x):
+    x, = promote_inexact(x)
+    pix = np.pi * x
+    safe = where(x == 0, 1.0, pix)
+    return where(x == 0, 1.0, sin(safe) / safe)
+
+
+def deg2rad(x):
+    x, = promote_inexact(x)
+    return x * (np.pi / 180)
+
+
+def rad2deg(x):
+    x, = promote_inexact(x)
+    return x * (180 / np.pi)
+
+
+radians, degrees = deg2rad, rad2deg
+
+
+def hypot(x, y):
+    x, y = promote_inexact(x, y)
+    return sqrt(x * x + y * y)
+
+
+def heaviside(x, h0):
+    x, h0 = promote(x, h0)
+    return where(x < 0, 0 * x, where(x > 0, 1 + 0 * x, h0))
+
+
+def signbit(x):
+    return as_operand(x) < 0
+
+
+def copysign(x, y):
+    x, y = promote_inexact(x, y)
+    return where(y < 0, -abs(x), abs(x))
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    x = as_operand(x)
+    if x.dtype.kind != "f":
+        return x
+    info = np.finfo(x.dtype)
+    x = where(isnan(x), nan, x)
+    x = where(x == np.inf, info.max if posinf is None else posinf, x)
+    return where(x == -np.inf, info.min if neginf is None else neginf, x)

@@ -1,0 +1,117 @@
+"""Products and contractions, all over dot_general."""
+import numpy as np
+
+from ..errors import ShapeError
+from ..primitives.dot import dot_general
+from ._core import promote
+from ._shapes import reshape, moveaxis, take_range, ravel
+from ._reductions import sum as _sum
+
+
+def _promoted(a, b):
+    a, b = promote(a, b)
+    return a, b
+
+
+def matmul(a, b):
+    a, b = _promoted(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: operands must not be scalars, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    if a_vec:
+        a = reshape(a, (1,) + tuple(a.shape))
+    if b_vec:
+        b = reshape(b, tuple(b.shape) + (1,))
+    if a.shape[-1] != b.shape[-2]:
+        raise ShapeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} are not "
+                         f"aligned: {a.shape[-1]} (last axis of the first) != "
+                         f"{b.shape[-2]} (second-to-last axis of the second)")
+    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    from ._shapes import broadcast_to
+    if a.ndim > 2 or b.ndim > 2:
+        a = broadcast_to(a, batch + tuple(a.shape[-2:]))
+        b = broadcast_to(b, batch + tuple(b.shape[-2:]))
+    nb = len(batch)
+    out = dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+    if a_vec:
+        out = reshape(out, tuple(out.shape[:-2]) + (out.shape[-1],))
+    if b_vec:
+        out = reshape(out, tuple(out.shape[:-1]))
+    return out
+
+
+def dot(a, b):
+    a, b = _promoted(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if b.ndim == 1:
+        return tensordot(a, b, ((a.ndim - 1,), (0,)))
+    if a.shape[-1] != b.shape[-2]:
+        raise ShapeError(f"dot: shapes {tuple(a.shape)} and {tuple(b.shape)} not aligned: "
+                         f"{a.shape[-1]} (last axis) != {b.shape[-2]} (second-to-last axis)")
+    return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 2,)))
+
+
+def tensordot(a, b, axes=2):
+    a, b = _promoted(a, b)
+    if isinstance(axes, (int, np.integer)):
+        axes = (tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes)))
+    lhs, rhs = axes
+    lhs = (lhs,) if isinstance(lhs, (int, np.integer)) else tuple(lhs)
+    rhs = (rhs,) if isinstance(rhs, (int, np.integer)) else tuple(rhs)
+    lhs = tuple(d % a.ndim for d in lhs)
+    rhs = tuple(d % b.ndim for d in rhs)
+    if len(lhs) != len(rhs) or any(a.shape[i] != b.shape[j] for i, j in zip(lhs, rhs)):
+        raise ShapeError(f"tensordot: shapes {tuple(a.shape)} and {tuple(b.shape)} do not "
+                         f"match along axes {lhs} and {rhs}")
+    return dot_general(a, b, ((lhs, rhs), ((), ())))
+
+
+def vdot(a, b):
+    return dot(ravel(a), ravel(b))
+
+
+def inner(a, b):
+    a, b = _promoted(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 1,)))
+
+
+def outer(a, b):
+    a, b = _promoted(ravel(a), ravel(b))
+    return dot_general(reshape(a, (-1, 1)), reshape(b, (1, -1)), (((1,), (0,)), ((), ())))
+
+
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal as a strided slice of the two axes flattened together."""
+    a, = promote(a)
+    a = moveaxis(a, (axis1, axis2), (-2, -1))
+    n, m = a.shape[-2], a.shape[-1]
+    start = offset if offset >= 0 else -offset * m
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    flat = reshape(a, tuple(a.shape[:-2]) + (n * m,))
+    if length == 0:
+        return take_range(flat, 0, 0, flat.ndim - 1)
+    return take_range(flat, start, start + (length - 1) * (m + 1) + 1, flat.ndim - 1, m + 1)
+
+
+def trace(a, offset=0, axis1=0, axis2=1):
+    return _sum(diagonal(a, offset, axis1, axis2), axis=-1)
+
+
+def diag(v, k=0):
+    v, = promote(v)
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ShapeError(f"diag: input must be 1-d or 2-d, got shape {tuple(v.shape)}")
+    from ..primitives import shape as S
+    n = v.shape[0] + abs(k)
+    # Lay v out with n zeros between entries (interior padding), then fold into rows.
+    zero = np.zeros((), v.dtype)
+    spread = S.pad(v, zero, [(0, 0, n)])
+    lead = k if k >= 0 else -k * n
+    flat = S.pad(spread, zero, [(lead, n * n - lead - spread.shape[0], 0)])
+    return reshape(flat, (n, n))

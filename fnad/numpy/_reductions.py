@@ -1,0 +1,132 @@
+"""numpy's reductions and scans over the reduction primitives."""
+import numpy as np
+
+from ..primitives import reduce as R
+from ..primitives import shape as S
+from ._core import as_operand, astype, normalize_axes, normalize_axis, promote_inexact
+
+
+def _sum_dtype(dtype):
+    """numpy accumulates small integers and bools in the platform integer."""
+    if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 8):
+        return np.dtype(np.int64)
+    if dtype.kind == "u" and dtype.itemsize < 8:
+        return np.dtype(np.uint64)
+    return dtype
+
+
+def _reduction(prim_fn, x, axis, keepdims, dtype=None):
+    x = as_operand(x)
+    if dtype is not None:
+        x = astype(x, dtype)
+    axes = normalize_axes(axis, x.ndim)
+    out = prim_fn(x, axes) if axes else x
+    if keepdims:
+        out = S.reshape(out, R.keepdims_shape(x.shape, axes))
+    return out
+
+
+def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001
+    a = as_operand(a)
+    return _reduction(R.reduce_sum, a, axis, keepdims, dtype or _sum_dtype(a.dtype))
+
+
+def prod(a, axis=None, dtype=None, keepdims=False):
+    a = as_operand(a)
+    return _reduction(R.reduce_prod, a, axis, keepdims, dtype or _sum_dtype(a.dtype))
+
+
+def max(a, axis=None, keepdims=False):  # noqa: A001
+    return _reduction(lambda x, axes: R.reduce_max_p.bind(x, axes=axes), a, axis, keepdims)
+
+
+def min(a, axis=None, keepdims=False):  # noqa: A001
+    return _reduction(lambda x, axes: R.reduce_min_p.bind(x, axes=axes), a, axis, keepdims)
+
+
+amax, amin = max, min
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001
+    return min(astype(a, np.bool_), axis, keepdims)
+
+
+def any(a, axis=None, keepdims=False):  # noqa: A001
+    return max(astype(a, np.bool_), axis, keepdims)
+
+
+def _count(shape, axes):
+    return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+
+
+def mean(a, axis=None, dtype=None, keepdims=False):
+    a = as_operand(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    a, = promote_inexact(a)
+    n = _count(a.shape, normalize_axes(axis, a.ndim))
+    return sum(a, axis, keepdims=keepdims) / np.asarray(n, a.dtype)
+
+
+def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    a = as_operand(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    a, = promote_inexact(a)
+    centered = a - mean(a, axis, keepdims=True)
+    n = _count(a.shape, normalize_axes(axis, a.ndim)) - ddof
+    return sum(centered * centered, axis, keepdims=keepdims) / np.asarray(n, a.dtype)
+
+
+def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+    from ._elementwise import sqrt
+    return sqrt(var(a, axis, dtype, ddof, keepdims))
+
+
+def _arg_reduction(prim, a, axis, keepdims):
+    a = as_operand(a)
+    if axis is None:
+        flat = S.reshape(a, (a.size,))
+        out = prim.bind(flat, axis=0, index_dtype=np.dtype(np.int64))
+        return S.reshape(out, (1,) * a.ndim) if keepdims else out
+    axis = normalize_axis(axis, a.ndim)
+    out = prim.bind(a, axis=axis, index_dtype=np.dtype(np.int64))
+    return S.reshape(out, R.keepdims_shape(a.shape, (axis,))) if keepdims else out
+
+
+def argmax(a, axis=None, keepdims=False):
+    return _arg_reduction(R.argmax_p, a, axis, keepdims)
+
+
+def argmin(a, axis=None, keepdims=False):
+    return _arg_reduction(R.argmin_p, a, axis, keepdims)
+
+
+def _scan(fn, a, axis, dtype):
+    a = as_operand(a)
+    if dtype is not None:
+        a = astype(a, dtype)
+    if axis is None:
+        a, axis = S.reshape(a, (a.size,)), 0
+    return fn(a, normalize_axis(axis, a.ndim))
+
+
+def cumsum(a, axis=None, dtype=None):
+    a = as_operand(a)
+    return _scan(R.cumsum, a, axis, dtype or _sum_dtype(a.dtype))
+
+
+def cumprod(a, axis=None, dtype=None):
+    a = as_operand(a)
+    return _scan(R.cumprod, a, axis, dtype or _sum_dtype(a.dtype))
+
+
+def average(a, axis=None, weights=None):
+    if weights is None:
+        return mean(a, axis)
+    a, weights = promote_inexact(a, weights)
+    return sum(a * weights, axis) / sum(weights, axis)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    return sum(as_operand(a) != 0, axis, keepdims=keepdims)

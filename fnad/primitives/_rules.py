@@ -1,0 +1,68 @@
+"""Shared building blocks for declaring primitives: common shape rules and the
+cotangent helpers that broadcasting and reductions need."""
+import numpy as np
+
+from ..core import ShapedArray, check_same_dtype, broadcast_shapes
+from ..errors import DTypeError
+
+
+def same_as_input(name, *, float_only=False):
+    def abstract_eval(x, **params):
+        if float_only and x.dtype.kind != "f":
+            raise DTypeError(f"{name} needs a floating-point operand, got {x.dtype}{list(x.shape)}")
+        return ShapedArray(x.shape, x.dtype)
+    return abstract_eval
+
+
+def broadcasting(name, *, out_dtype=None, kinds=None):
+    """Shape rule of an n-ary elementwise primitive: one dtype, numpy broadcasting."""
+    def abstract_eval(*avals, **params):
+        dtype = check_same_dtype(name, avals)
+        if kinds is not None and dtype.kind not in kinds:
+            raise DTypeError(f"{name} does not accept dtype {dtype} "
+                             f"(operands {', '.join(map(str, avals))})")
+        shape = broadcast_shapes(name, *(a.shape for a in avals))
+        return ShapedArray(shape, out_dtype or dtype)
+    return abstract_eval
+
+
+def sum_to_shape(x, shape):
+    """Undo numpy broadcasting on a cotangent: sum over the broadcast axes."""
+    from . import reduce, shape as shape_ops
+    shape = tuple(shape)
+    if tuple(x.shape) == shape:
+        return x
+    lead = len(x.shape) - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1)
+    if axes:
+        x = reduce.reduce_sum(x, axes)
+    if tuple(x.shape) != shape:
+        x = shape_ops.reshape(x, shape)
+    return x
+
+
+def broadcast_to(x, shape):
+    from . import shape as shape_ops
+    shape = tuple(shape)
+    if tuple(x.shape) == shape:
+        return x
+    lead = len(shape) - len(x.shape)
+    return shape_ops.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+
+
+def zeros(shape, dtype):
+    from ..array import Array
+    return Array(np.zeros(shape, dtype))
+
+
+def instantiate(t, like):
+    return zeros(like.shape, like.dtype) if t is None else t
+
+
+def add_tangents(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b

@@ -1,0 +1,102 @@
+"""dot_general: contraction over paired axes with batch axes, the one primitive
+behind dot, matmul, tensordot, einsum and inner/outer products.
+
+Output axes are ordered (batch..., lhs free..., rhs free...), as in XLA. The VJP
+for each operand is another dot_general of the cotangent with the other operand,
+followed by a transpose back to the operand's axis order.
+"""
+import numpy as np
+
+from ..core import Primitive, ShapedArray, check_same_dtype
+from ..errors import ShapeError
+from . import shape as S
+from ._rules import add_tangents
+
+
+def _free(ndim, contract, batch):
+    return [d for d in range(ndim) if d not in contract and d not in batch]
+
+
+def _shape_rule(lhs, rhs, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dtype = check_same_dtype("dot_general", [lhs, rhs])
+    ok = (len(lc) == len(rc) and len(lb) == len(rb)
+          and all(0 <= d < lhs.ndim for d in lc + lb) and all(0 <= d < rhs.ndim for d in rc + rb)
+          and all(lhs.shape[a] == rhs.shape[b] for a, b in zip(lc + lb, rc + rb))
+          and len(set(lc + lb)) == len(lc + lb) and len(set(rc + rb)) == len(rc + rb))
+    if not ok:
+        raise ShapeError(
+            f"dot_general: shapes {tuple(lhs.shape)} and {tuple(rhs.shape)} do not match "
+            f"for contracting dimensions {tuple(lc)}/{tuple(rc)} and batch dimensions "
+            f"{tuple(lb)}/{tuple(rb)}")
+    shape = ([lhs.shape[d] for d in lb] + [lhs.shape[d] for d in _free(lhs.ndim, lc, lb)]
+             + [rhs.shape[d] for d in _free(rhs.ndim, rc, rb)])
+    return ShapedArray(shape, dtype)
+
+
+def _impl(lhs, rhs, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    if not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and lc == (lhs.ndim - 1,) and rc == (0,):
+        return np.dot(lhs, rhs)     # the plain matrix/vector product: straight to BLAS
+    lf, rf = _free(lhs.ndim, lc, lb), _free(rhs.ndim, rc, rb)
+    size = lambda x, dims: int(np.prod([x.shape[d] for d in dims], dtype=np.int64))
+    nb, nk = size(lhs, lb), size(lhs, lc)
+    a = lhs.transpose(list(lb) + lf + list(lc)).reshape(nb, size(lhs, lf), nk)
+    b = rhs.transpose(list(rb) + list(rc) + rf).reshape(nb, nk, size(rhs, rf))
+    out = np.matmul(a, b)
+    return out.reshape([lhs.shape[d] for d in lb] + [lhs.shape[d] for d in lf]
+                       + [rhs.shape[d] for d in rf])
+
+
+def _jvp(primals, tangents, dimension_numbers):
+    lhs, rhs = primals
+    t_lhs, t_rhs = tangents
+    out = dot_general(lhs, rhs, dimension_numbers)
+    return out, add_tangents(
+        None if t_lhs is None else dot_general(t_lhs, rhs, dimension_numbers),
+        None if t_rhs is None else dot_general(lhs, t_rhs, dimension_numbers))
+
+
+def _transpose_operand(g, other, x_ndim, x_contract, x_batch, o_contract, o_batch):
+    """Cotangent of operand x from g and the other operand: contract g's axes that
+    came from `other`'s free axes with those axes, batch over the batch axes."""
+    nb = len(x_batch)
+    x_free = _free(x_ndim, x_contract, x_batch)
+    o_free = _free(other.ndim, o_contract, o_batch)
+    g_other_axes = tuple(range(nb + len(x_free), nb + len(x_free) + len(o_free)))
+    ct = dot_general(g, other, ((g_other_axes, tuple(o_free)), (tuple(range(nb)), tuple(o_batch))))
+    # ct axes: batch, x free, then other's contracting axes in increasing order.
+    order_of_o_contract = sorted(o_contract)
+    position = {}
+    for i, d in enumerate(x_batch):
+        position[d] = i
+    for j, d in enumerate(x_free):
+        position[d] = nb + j
+    for xd, od in zip(x_contract, o_contract):
+        position[xd] = nb + len(x_free) + order_of_o_contract.index(od)
+    perm = tuple(position[d] for d in range(x_ndim))
+    return S.transpose(ct, perm) if perm != tuple(range(x_ndim)) else ct
+
+
+def _vjp(g, out, lhs, rhs, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    ct_lhs = _transpose_operand(g, rhs, lhs.ndim, lc, lb, rc, rb)
+    # For rhs, g's axes are (batch, lhs free, rhs free): swap the roles by moving the
+    # rhs free axes ahead of the lhs free ones.
+    nb, nlf = len(lb), len(_free(lhs.ndim, lc, lb))
+    nrf = g.ndim - nb - nlf
+    g_swapped = S.transpose(g, tuple(range(nb)) + tuple(range(nb + nlf, nb + nlf + nrf))
+                            + tuple(range(nb, nb + nlf)))
+    ct_rhs = _transpose_operand(g_swapped, lhs, rhs.ndim, rc, rb, lc, lb)
+    return ct_lhs, ct_rhs
+
+
+dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, jvp=_jvp,
+                          vjp=_vjp)
+
+
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
+          (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn)

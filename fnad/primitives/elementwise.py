@@ -1,0 +1,295 @@
+"""Elementwise primitives: a table of derivatives.
+
+Each unary entry gives the numpy kernel, the derivative f'(x) (as a function of
+the input and the output, in fnad operations), and the scalar expression the
+fusing compiler inlines. Binary entries give both partial derivatives. The JVP
+and VJP rules of every entry are made from that one derivative, so the two modes
+cannot disagree. Binary primitives broadcast like numpy; their VJPs sum the
+cotangent back to each operand's shape.
+"""
+import math
+
+import numpy as np
+
+from ..core import Primitive, ShapedArray
+from ..errors import DTypeError
+from ..kernels.cpu import elementwise as kernels
+from ._rules import same_as_input, broadcasting, sum_to_shape, broadcast_to, add_tangents
+
+FLOAT = "f"
+NUMERIC = "biuf"
+INTEGRAL = "biu"
+
+
+# --------------------------------------------------------------------------- unary
+
+def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
+    """deriv(x, out) -> f'(x), or None for a piecewise-constant function."""
+    def jvp(primals, tangents):
+        x, = primals
+        t, = tangents
+        out = prim.bind(x)
+        if deriv is None:
+            return out, None
+        return out, t * deriv(x, out)
+
+    def vjp(g, out, x):
+        return (None if deriv is None else g * deriv(x, out),)
+
+    def abstract_eval(x):
+        if x.dtype.kind not in kinds:
+            raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
+        return ShapedArray(x.shape, x.dtype)
+
+    prim = Primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=jvp, vjp=vjp,
+                     scalar=scalar)
+    return prim
+
+
+neg_p = unary("neg", np.negative, lambda x, y: -1, "(-{0})", kinds=NUMERIC)
+exp_p = unary("exp", np.exp, lambda x, y: y, "np.exp({0})")
+log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})")
+log1p_p = unary("log1p", np.log1p, lambda x, y: 1 / (1 + x), "np.log1p({0})")
+expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})")
+sqrt_p = unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, "np.sqrt({0})")
+rsqrt_p = unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda x, y: -0.5 * y / x,
+                "(1 / np.sqrt({0}))")
+sin_p = unary("sin", np.sin, lambda x, y: cos_p.bind(x), "np.sin({0})")
+cos_p = unary("cos", np.cos, lambda x, y: -sin_p.bind(x), "np.cos({0})")
+tan_p = unary("tan", np.tan, lambda x, y: 1 + y * y, "np.tan({0})")
+tanh_p = unary("tanh", np.tanh, lambda x, y: 1 - y * y, "np.tanh({0})")
+arcsin_p = unary("arcsin", np.arcsin, lambda x, y: rsqrt_p.bind(1 - x * x),
+                 "np.arcsin({0})")
+arccos_p = unary("arccos", np.arccos, lambda x, y: -rsqrt_p.bind(1 - x * x),
+                 "np.arccos({0})")
+arctan_p = unary("arctan", np.arctan, lambda x, y: 1 / (1 + x * x), "np.arctan({0})")
+sinh_p = unary("sinh", np.sinh, lambda x, y: cosh_p.bind(x), "np.sinh({0})")
+cosh_p = unary("cosh", np.cosh, lambda x, y: sinh_p.bind(x), "np.cosh({0})")
+arcsinh_p = unary("arcsinh", np.arcsinh, lambda x, y: rsqrt_p.bind(x * x + 1),
+                  "np.arcsinh({0})")
+arctanh_p = unary("arctanh", np.arctanh, lambda x, y: 1 / (1 - x * x), "np.arctanh({0})")
+# logistic'(x) = s(1 - s); the kernel picks the branch that cannot overflow.
+logistic_p = unary("logistic", kernels.logistic, lambda x, y: y * (1 - y),
+                   "kernels.logistic_scalar({0})")
+# erf'(x) = 2/sqrt(pi) exp(-x^2)
+erf_p = unary("erf", kernels.erf, lambda x, y: (2 / math.sqrt(math.pi)) * exp_p.bind(-x * x),
+              "math.erf({0})")
+abs_p = unary("abs", np.abs, lambda x, y: sign_p.bind(x), "np.abs({0})", kinds=NUMERIC)
+sign_p = unary("sign", np.sign, None, "np.sign({0})", kinds=NUMERIC)
+floor_p = unary("floor", np.floor, None, "np.floor({0})")
+ceil_p = unary("ceil", np.ceil, None, "np.ceil({0})")
+# numpy's rounding: halves to even.
+round_p = unary("round", np.round, None, "np.round({0})")
+not_p = unary("not", np.invert, None, "(~{0})", kinds=INTEGRAL)
+is_finite_p = Primitive(
+    "is_finite",
+    abstract_eval=lambda x: ShapedArray(x.shape, np.bool_),
+    impl=np.isfinite,
+    jvp=lambda primals, tangents: (is_finite_p.bind(*primals), None),
+    vjp=lambda g, out, x: (None,),
+    scalar="np.isfinite({0})")
+
+
+def _integer_pow_deriv_jvp(primals, tangents, y):
+    x, = primals
+    t, = tangents
+    out = integer_pow_p.bind(x, y=y)
+    return out, t * _integer_pow_deriv(x, y)
+
+
+def _integer_pow_deriv(x, y):
+    if y == 0:
+        return 0 * x
+    if y == 1:
+        return 1 + 0 * x
+    return y * integer_pow_p.bind(x, y=y - 1)
+
+
+integer_pow_p = Primitive(
+    "integer_pow",
+    abstract_eval=lambda x, y: ShapedArray(x.shape, x.dtype),
+    impl=lambda x, y: np.power(x, np.asarray(y, x.dtype) if y >= 0 else y),
+    jvp=_integer_pow_deriv_jvp,
+    vjp=lambda g, out, x, y: (g * _integer_pow_deriv(x, y),),
+    scalar="({0} ** {y})")
+
+
+# --------------------------------------------------------------------------- binary
+
+def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None):
+    """dx(x, y, out), dy(x, y, out): the partial derivatives; None for no derivative."""
+    def jvp(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        out = prim.bind(x, y)
+        if dx is None:
+            return out, None
+        t = add_tangents(None if tx is None else tx * dx(x, y, out),
+                         None if ty is None else ty * dy(x, y, out))
+        return out, broadcast_to(t, out.shape)
+
+    def vjp(g, out, x, y):
+        if dx is None:
+            return None, None
+        return (sum_to_shape(g * dx(x, y, out), x.shape),
+                sum_to_shape(g * dy(x, y, out), y.shape))
+
+    prim = Primitive(name, abstract_eval=broadcasting(name, kinds=kinds, out_dtype=out_dtype),
+                     impl=impl, jvp=jvp, vjp=vjp, scalar=scalar)
+    return prim
+
+
+def _linear_binary(name, impl, sign_y, scalar):
+    """add and sub: derivatives are the identity, so skip the multiplications."""
+    def jvp(primals, tangents):
+        x, y = primals
+        tx, ty = tangents
+        out = prim.bind(x, y)
+        if ty is not None and sign_y < 0:
+            ty = -ty
+        return out, broadcast_to(add_tangents(tx, ty), out.shape)
+
+    def vjp(g, out, x, y):
+        return sum_to_shape(g, x.shape), sum_to_shape(g if sign_y > 0 else -g, y.shape)
+
+    prim = Primitive(name, abstract_eval=broadcasting(name, kinds=NUMERIC), impl=impl,
+                     jvp=jvp, vjp=vjp, scalar=scalar)
+    return prim
+
+
+add_p = _linear_binary("add", np.add, +1, "({0} + {1})")
+sub_p = _linear_binary("sub", np.subtract, -1, "({0} - {1})")
+mul_p = binary("mul", np.multiply, lambda x, y, o: y, lambda x, y, o: x, "({0} * {1})")
+div_p = binary("div", np.divide, lambda x, y, o: 1 / y, lambda x, y, o: -o / y,
+               "({0} / {1})", kinds=FLOAT)
+# d/dy x^y = log(x) x^y, taken as 0 where x = 0 (the limit along y > 0).
+pow_p = binary("pow", np.power,
+               lambda x, y, o: y * pow_p.bind(x, y - 1),
+               lambda x, y, o: select_p.bind(x == 0, 0 * o, o * log_p.bind(
+                   select_p.bind(x == 0, 1 + 0 * x, x))),
+               "({0} ** {1})", kinds=FLOAT)
+# Ties split the derivative evenly, so max(x, x) has derivative 1 in x.
+max_p = binary("max", np.maximum,
+               lambda x, y, o: _indicator(x > y, o) + 0.5 * _indicator(x == y, o),
+               lambda x, y, o: _indicator(x < y, o) + 0.5 * _indicator(x == y, o),
+               "max({0}, {1})")
+min_p = binary("min", np.minimum,
+               lambda x, y, o: _indicator(x < y, o) + 0.5 * _indicator(x == y, o),
+               lambda x, y, o: _indicator(x > y, o) + 0.5 * _indicator(x == y, o),
+               "min({0}, {1})")
+
+
+def _indicator(mask, like):
+    """A boolean mask as 0/1 in like's dtype."""
+    return convert_element_type_p.bind(mask, new_dtype=like.dtype)
+# atan2(x, y) = angle of the point (y, x): d/dx = y / (x^2 + y^2), d/dy = -x / (x^2 + y^2)
+atan2_p = binary("atan2", np.arctan2,
+                 lambda x, y, o: y / (x * x + y * y),
+                 lambda x, y, o: -x / (x * x + y * y),
+                 "np.arctan2({0}, {1})", kinds=FLOAT)
+# C's fmod: the result has the sign of x; x = trunc(x / y) * y + rem.
+rem_p = binary("rem", np.fmod, lambda x, y, o: 1 + 0 * o, lambda x, y, o: -_trunc(x / y),
+               "np.fmod({0}, {1})")
+
+
+def _trunc(x):
+    return select_p.bind(x < 0, ceil_p.bind(x), floor_p.bind(x))
+
+
+def _comparison(name, impl, op):
+    return binary(name, impl, None, None, f"({{0}} {op} {{1}})", out_dtype=np.dtype(np.bool_))
+
+
+eq_p = _comparison("eq", np.equal, "==")
+ne_p = _comparison("ne", np.not_equal, "!=")
+lt_p = _comparison("lt", np.less, "<")
+le_p = _comparison("le", np.less_equal, "<=")
+gt_p = _comparison("gt", np.greater, ">")
+ge_p = _comparison("ge", np.greater_equal, ">=")
+and_p = binary("and", np.bitwise_and, None, None, "({0} & {1})", kinds=INTEGRAL)
+or_p = binary("or", np.bitwise_or, None, None, "({0} | {1})", kinds=INTEGRAL)
+xor_p = binary("xor", np.bitwise_xor, None, None, "({0} ^ {1})", kinds=INTEGRAL)
+
+
+# --------------------------------------------------------------------------- select, clamp, convert
+
+def _select_shape(pred, on_true, on_false):
+    if pred.dtype != np.bool_:
+        raise DTypeError(f"select needs a boolean predicate, got {pred}")
+    out = broadcasting("select")(on_true, on_false)
+    from ..core import broadcast_shapes
+    return ShapedArray(broadcast_shapes("select", pred.shape, out.shape), out.dtype)
+
+
+def _select_jvp(primals, tangents):
+    pred, a, b = primals
+    _, ta, tb = tangents
+    out = select_p.bind(pred, a, b)
+    if ta is None and tb is None:
+        return out, None
+    zero = 0 * out
+    return out, select_p.bind(pred, zero if ta is None else ta, zero if tb is None else tb)
+
+
+def _select_vjp(g, out, pred, a, b):
+    zero = 0 * g
+    return (None, sum_to_shape(select_p.bind(pred, g, zero), a.shape),
+            sum_to_shape(select_p.bind(pred, zero, g), b.shape))
+
+
+select_p = Primitive("select", abstract_eval=_select_shape, impl=np.where,
+                     jvp=_select_jvp, vjp=_select_vjp, scalar="({1} if {0} else {2})")
+
+
+def _clamp_masks(lo, x, hi):
+    below, above = x < lo, x > hi
+    return below, above, ~(below | above)
+
+
+def _clamp_jvp(primals, tangents):
+    lo, x, hi = primals
+    out = clamp_p.bind(lo, x, hi)
+    below, above, inside = _clamp_masks(lo, x, hi)
+    t_lo, t_x, t_hi = tangents
+    t = add_tangents(None if t_x is None else t_x * _indicator(inside, out),
+                     add_tangents(None if t_lo is None else t_lo * _indicator(below, out),
+                                  None if t_hi is None else t_hi * _indicator(above, out)))
+    return out, broadcast_to(t, out.shape)
+
+
+def _clamp_vjp(g, out, lo, x, hi):
+    below, above, inside = _clamp_masks(lo, x, hi)
+    return (sum_to_shape(g * _indicator(below, g), lo.shape),
+            sum_to_shape(g * _indicator(inside, g), x.shape),
+            sum_to_shape(g * _indicator(above, g), hi.shape))
+
+
+clamp_p = Primitive("clamp", abstract_eval=broadcasting("clamp", kinds=NUMERIC),
+                    impl=lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
+                    jvp=_clamp_jvp, vjp=_clamp_vjp, scalar="min(max({1}, {0}), {2})")
+
+
+def _convert_jvp(primals, tangents, new_dtype):
+    x, = primals
+    t, = tangents
+    out = convert_element_type_p.bind(x, new_dtype=new_dtype)
+    if new_dtype.kind != "f":
+        return out, None
+    return out, convert_element_type_p.bind(t, new_dtype=new_dtype)
+
+
+def _convert_vjp(g, out, x, new_dtype):
+    if x.dtype.kind != "f":
+        return (None,)
+    return (convert_element_type_p.bind(g, new_dtype=x.dtype),)
+
+
+convert_element_type_p = Primitive(
+    "convert_element_type",
+    abstract_eval=lambda x, new_dtype: ShapedArray(x.shape, new_dtype),
+    impl=lambda x, new_dtype: x.astype(new_dtype),
+    jvp=_convert_jvp, vjp=_convert_vjp, scalar="{new_dtype}({0})")
+
+
+# The identity with no derivative: differentiation treats the value as a constant.
+stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds="biuf")

@@ -1,0 +1,271 @@
+"""Reductions over axes (sum, max, min, prod, argmax, argmin) and cumulative ops
+along one axis (cumsum, cumprod, cummax, cummin)."""
+import numpy as np
+
+from ..core import Primitive, ShapedArray
+from ..errors import ShapeError, DTypeError
+from . import shape as S
+from .elementwise import select_p, convert_element_type_p, eq_p
+
+
+def _check_axes(name, x, axes):
+    if len(set(axes)) != len(axes) or any(not 0 <= a < x.ndim for a in axes):
+        raise ShapeError(f"{name}: axes {tuple(axes)} out of range for an operand of "
+                         f"shape {tuple(x.shape)}")
+
+
+def _reduced_shape(name, *, out_dtype=None):
+    def abstract_eval(x, axes):
+        _check_axes(name, x, axes)
+        return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i not in axes),
+                           out_dtype or x.dtype)
+    return abstract_eval
+
+
+def keepdims_shape(shape, axes):
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def expand_to(g, x_shape, axes):
+    """Broadcast a reduced value back over the reduced axes of x_shape."""
+    kept = tuple(i for i in range(len(x_shape)) if i not in axes)
+    return S.broadcast_in_dim(g, tuple(x_shape), kept)
+
+
+def _as(mask, like):
+    return convert_element_type_p.bind(mask, new_dtype=like.dtype)
+
+
+# --------------------------------------------------------------------------- sum
+
+reduce_sum_p = Primitive(
+    "reduce_sum", abstract_eval=_reduced_shape("reduce_sum"),
+    impl=lambda x, axes: np.sum(x, axis=axes, dtype=x.dtype),
+    jvp=lambda primals, tangents, axes: (reduce_sum(primals[0], axes),
+                                         reduce_sum(tangents[0], axes)),
+    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes),))
+
+
+def reduce_sum(x, axes):
+    return reduce_sum_p.bind(x, axes=tuple(axes))
+
+
+# --------------------------------------------------------------------------- max, min
+
+def _extremum(name, impl):
+    # Ties share the derivative equally, so the rule is symmetric and exact where
+    # the extremum is unique.
+    def weights(x, out, axes):
+        mask = _as(eq_p.bind(x, expand_to(out, x.shape, axes)), x)
+        return mask / expand_to(reduce_sum(mask, axes), x.shape, axes)
+
+    def jvp(primals, tangents, axes):
+        x, = primals
+        out = prim.bind(x, axes=axes)
+        return out, reduce_sum(tangents[0] * weights(x, out, axes), axes)
+
+    def vjp(g, out, x, axes):
+        return (expand_to(g, x.shape, axes) * weights(x, out, axes),)
+
+    def checked_impl(x, axes):
+        if x.size == 0 and any(x.shape[a] == 0 for a in axes):
+            raise ShapeError(f"{name} of an empty axis has no identity "
+                             f"(operand shape {x.shape}, axes {axes})")
+        return impl(x, axis=axes)
+
+    prim = Primitive(name, abstract_eval=_reduced_shape(name), impl=checked_impl,
+                     jvp=jvp, vjp=vjp)
+    return prim
+
+
+reduce_max_p = _extremum("reduce_max", np.max)
+reduce_min_p = _extremum("reduce_min", np.min)
+
+
+# --------------------------------------------------------------------------- prod
+
+def _product_of_others(x, axes):
+    """For each element, the product of the other elements of its reduction group,
+    computed without division so zeros are handled exactly."""
+    kept = [i for i in range(x.ndim) if i not in axes]
+    perm = kept + list(axes)
+    moved = S.transpose(x, perm)
+    lead = moved.shape[:len(kept)]
+    n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+    flat = S.reshape(moved, lead + (n,))
+    last = len(lead)
+    one = np.ones((), x.dtype)
+    # others_k = (x_0 ... x_{k-1}) * (x_{k+1} ... x_{n-1}): shifted inclusive scans.
+    left = S.pad(S.slice(cumprod(flat, last), (0,) * (last + 1), lead + (max(n - 1, 0),)),
+                 one, [(0, 0, 0)] * last + [(1, 0, 0)])
+    right = S.pad(S.slice(cumprod(flat, last, reverse=True), (0,) * last + (min(1, n),),
+                          lead + (n,)),
+                  one, [(0, 0, 0)] * last + [(0, 1, 0)])
+    others = S.reshape(left * right, moved.shape)
+    return S.transpose(others, tuple(np.argsort(perm)))
+
+
+reduce_prod_p = Primitive(
+    "reduce_prod", abstract_eval=_reduced_shape("reduce_prod"),
+    impl=lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype),
+    jvp=lambda primals, tangents, axes: (
+        reduce_prod(primals[0], axes),
+        reduce_sum(tangents[0] * _product_of_others(primals[0], axes), axes)),
+    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes) * _product_of_others(x, axes),))
+
+
+def reduce_prod(x, axes):
+    return reduce_prod_p.bind(x, axes=tuple(axes))
+
+
+# --------------------------------------------------------------------------- argmax, argmin
+
+def _arg_shape(name):
+    def abstract_eval(x, axis, index_dtype):
+        _check_axes(name, x, (axis,))
+        if x.shape[axis] == 0:
+            raise ShapeError(f"{name} of an empty axis (operand shape {tuple(x.shape)})")
+        return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i != axis), index_dtype)
+    return abstract_eval
+
+
+def _arg_reduction(name, impl):
+    prim = Primitive(
+        name, abstract_eval=_arg_shape(name),
+        impl=lambda x, axis, index_dtype: impl(x, axis=axis).astype(index_dtype),
+        jvp=lambda primals, tangents, **params: (prim.bind(*primals, **params), None),
+        vjp=lambda g, out, x, **params: (None,))
+    return prim
+
+
+argmax_p = _arg_reduction("argmax", np.argmax)
+argmin_p = _arg_reduction("argmin", np.argmin)
+
+
+# --------------------------------------------------------------------------- cumulative
+
+def _cumulative_shape(name, kinds="biuf"):
+    def abstract_eval(x, axis, reverse):
+        _check_axes(name, x, (axis,))
+        if x.dtype.kind not in kinds:
+            raise DTypeError(f"{name} does not accept dtype {x.dtype}")
+        return ShapedArray(x.shape, x.dtype)
+    return abstract_eval
+
+
+def _along(impl):
+    def run(x, axis, reverse):
+        if reverse:
+            return np.flip(impl(np.flip(x, axis), axis=axis), axis)
+        return impl(x, axis=axis)
+    return run
+
+
+def _pairwise(x, axis, reverse):
+    """Move `axis` last and return (moved x, masks) where upto[..., k, i] says that
+    output i of the scan includes input k."""
+    n = x.shape[axis]
+    moved = S.transpose(x, [i for i in range(x.ndim) if i != axis] + [axis])
+    k = np.arange(n)[:, None]
+    i = np.arange(n)[None, :]
+    upto = (k >= i) if reverse else (k <= i)
+    return moved, upto, np.eye(n, dtype=bool)
+
+
+def _restore_axis(y, axis):
+    perm = list(range(y.ndim - 1))
+    perm.insert(axis, y.ndim - 1)
+    return S.transpose(y, perm)
+
+
+def _cumprod_partials(x, axis, reverse):
+    """D[..., k, i] = d out_i / d x_k = prod over the scan up to i, skipping k."""
+    moved, upto, diagonal = _pairwise(x, axis, reverse)
+    n = moved.shape[-1]
+    rows = S.broadcast_in_dim(moved, moved.shape[:-1] + (n, n),
+                              tuple(range(moved.ndim - 1)) + (moved.ndim,))
+    one = np.ones((), x.dtype)
+    skipped = select_p.bind(diagonal, one, rows)
+    scanned = cumprod(skipped, moved.ndim, reverse)
+    return select_p.bind(upto, scanned, np.zeros((), x.dtype))
+
+
+def _cumprod_jvp(primals, tangents, axis, reverse):
+    x, = primals
+    moved_t = _pairwise(tangents[0], axis, reverse)[0]
+    d = _cumprod_partials(x, axis, reverse)
+    t_out = reduce_sum(S.expand_dims(moved_t, (moved_t.ndim,)) * d, (moved_t.ndim - 1,))
+    return cumprod(x, axis, reverse), _restore_axis(t_out, axis)
+
+
+def _cumprod_vjp(g, out, x, axis, reverse):
+    moved_g = _pairwise(g, axis, reverse)[0]
+    d = _cumprod_partials(x, axis, reverse)
+    ct = reduce_sum(S.expand_dims(moved_g, (moved_g.ndim - 1,)) * d, (moved_g.ndim,))
+    return (_restore_axis(ct, axis),)
+
+
+def _extremum_source(x, out, axis, reverse):
+    """one_hot[..., k, i]: output i of the running max/min is input k (the latest
+    position, in scan order, where the running value was attained)."""
+    moved, upto, _ = _pairwise(x, axis, reverse)
+    moved_out = _pairwise(out, axis, reverse)[0]
+    n = moved.shape[-1]
+    position = np.arange(n) if not reverse else np.arange(n)[::-1].copy()
+    hit = eq_p.bind(moved, moved_out)
+    ranked = select_p.bind(hit, position.astype(np.int64), np.zeros((), np.int64))
+    latest = cummax(ranked, moved.ndim - 1, reverse)
+    if reverse:
+        latest = (n - 1) - latest
+    source = eq_p.bind(S.expand_dims(latest, (latest.ndim - 1,)),
+                       np.arange(n)[:, None].astype(np.int64))
+    return _as(source, x)
+
+
+def _cum_extremum(name, ufunc):
+    def jvp(primals, tangents, axis, reverse):
+        x, = primals
+        out = prim.bind(x, axis=axis, reverse=reverse)
+        moved_t = _pairwise(tangents[0], axis, reverse)[0]
+        one_hot = _extremum_source(x, out, axis, reverse)
+        t_out = reduce_sum(S.expand_dims(moved_t, (moved_t.ndim,)) * one_hot,
+                           (moved_t.ndim - 1,))
+        return out, _restore_axis(t_out, axis)
+
+    def vjp(g, out, x, axis, reverse):
+        moved_g = _pairwise(g, axis, reverse)[0]
+        one_hot = _extremum_source(x, out, axis, reverse)
+        ct = reduce_sum(S.expand_dims(moved_g, (moved_g.ndim - 1,)) * one_hot,
+                        (moved_g.ndim,))
+        return (_restore_axis(ct, axis),)
+
+    prim = Primitive(name, abstract_eval=_cumulative_shape(name),
+                     impl=_along(ufunc.accumulate), jvp=jvp, vjp=vjp)
+    return prim
+
+
+cumsum_p = Primitive(
+    "cumsum", abstract_eval=_cumulative_shape("cumsum"), impl=_along(np.cumsum),
+    jvp=lambda primals, tangents, axis, reverse: (cumsum(primals[0], axis, reverse),
+                                                  cumsum(tangents[0], axis, reverse)),
+    vjp=lambda g, out, x, axis, reverse: (cumsum(g, axis, not reverse),))
+cumprod_p = Primitive("cumprod", abstract_eval=_cumulative_shape("cumprod"),
+                      impl=_along(np.cumprod), jvp=_cumprod_jvp, vjp=_cumprod_vjp)
+cummax_p = _cum_extremum("cummax", np.maximum)
+cummin_p = _cum_extremum("cummin", np.minimum)
+
+
+def cumsum(x, axis, reverse=False):
+    return cumsum_p.bind(x, axis=int(axis), reverse=bool(reverse))
+
+
+def cumprod(x, axis, reverse=False):
+    return cumprod_p.bind(x, axis=int(axis), reverse=bool(reverse))
+
+
+def cummax(x, axis, reverse=False):
+    return cummax_p.bind(x, axis=int(axis), reverse=bool(reverse))
+
+
+def cummin(x, axis, reverse=False):
+    return cummin_p.bind(x, axis=int(axis), reverse=bool(reverse))

@@ -1,0 +1,314 @@
+"""Structural primitives: they move data without arithmetic.
+
+All are linear, so each JVP applies the primitive itself to the tangent and each
+VJP is the transpose map (reshape back, sum over broadcast axes, pad a slice...).
+"""
+import builtins
+
+import numpy as np
+
+from ..core import Primitive, ShapedArray, check_same_dtype
+from ..errors import ShapeError
+from ._rules import instantiate
+
+
+def linear(name, impl, abstract_eval, transpose, **kw):
+    """A primitive linear in its (single) array operand: jvp applies it to the tangent."""
+    def jvp(primals, tangents, **params):
+        return prim.bind(*primals, **params), prim.bind(*tangents, **params)
+
+    prim = Primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=jvp,
+                     vjp=lambda g, out, x, **params: (transpose(g, x, **params),), **kw)
+    return prim
+
+
+def _shape_error(name, msg, *avals):
+    return ShapeError(f"{name}: {msg} (operand{'s' if len(avals) > 1 else ''} "
+                      + ", ".join(map(str, avals)) + ")")
+
+
+# --------------------------------------------------------------------------- broadcast_in_dim
+
+def _broadcast_in_dim_shape(x, shape, broadcast_dimensions):
+    if len(broadcast_dimensions) != x.ndim or any(
+            not 0 <= d < len(shape) or x.shape[i] not in (1, shape[d])
+            for i, d in enumerate(broadcast_dimensions)):
+        raise _shape_error("broadcast_in_dim", f"cannot broadcast to shape {tuple(shape)} "
+                           f"along dimensions {tuple(broadcast_dimensions)}", x)
+    return ShapedArray(shape, x.dtype)
+
+
+def _broadcast_in_dim_impl(x, shape, broadcast_dimensions):
+    expanded = [1] * len(shape)
+    for i, d in enumerate(broadcast_dimensions):
+        expanded[d] = x.shape[i]
+    return np.broadcast_to(x.reshape(expanded), shape)
+
+
+def _broadcast_in_dim_transpose(g, x, shape, broadcast_dimensions):
+    from .reduce import reduce_sum
+    kept = set(broadcast_dimensions)
+    summed = tuple(d for d in range(len(shape)) if d not in kept) + tuple(
+        d for i, d in enumerate(broadcast_dimensions) if x.shape[i] == 1 and shape[d] != 1)
+    if summed:
+        g = reduce_sum(g, tuple(sorted(summed)))
+    return reshape(g, x.shape) if tuple(g.shape) != tuple(x.shape) else g
+
+
+broadcast_in_dim_p = linear("broadcast_in_dim", _broadcast_in_dim_impl,
+                            _broadcast_in_dim_shape, _broadcast_in_dim_transpose)
+
+
+def broadcast_in_dim(x, shape, broadcast_dimensions):
+    return broadcast_in_dim_p.bind(x, shape=tuple(shape),
+                                   broadcast_dimensions=tuple(broadcast_dimensions))
+
+
+# --------------------------------------------------------------------------- reshape, transpose, squeeze, expand_dims
+
+def _reshape_shape(x, new_sizes):
+    if int(np.prod(new_sizes, dtype=np.int64)) != x.size or any(n < 0 for n in new_sizes):
+        raise _shape_error("reshape", f"cannot reshape to {tuple(new_sizes)}", x)
+    return ShapedArray(new_sizes, x.dtype)
+
+
+reshape_p = linear("reshape", lambda x, new_sizes: x.reshape(new_sizes), _reshape_shape,
+                   lambda g, x, new_sizes: reshape(g, x.shape))
+
+
+def reshape(x, new_sizes):
+    return reshape_p.bind(x, new_sizes=tuple(int(n) for n in new_sizes))
+
+
+def _transpose_shape(x, permutation):
+    if sorted(permutation) != list(range(x.ndim)):
+        raise _shape_error("transpose", f"{tuple(permutation)} is not a permutation of "
+                           f"the axes", x)
+    return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype)
+
+
+transpose_p = linear("transpose", lambda x, permutation: x.transpose(permutation),
+                     _transpose_shape,
+                     lambda g, x, permutation: transpose(g, tuple(np.argsort(permutation))))
+
+
+def transpose(x, permutation):
+    return transpose_p.bind(x, permutation=tuple(int(p) for p in permutation))
+
+
+def _squeeze_shape(x, dimensions):
+    if any(not 0 <= d < x.ndim or x.shape[d] != 1 for d in dimensions):
+        raise _shape_error("squeeze", f"dimensions {tuple(dimensions)} are not all of size 1",
+                           x)
+    return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i not in dimensions),
+                       x.dtype)
+
+
+squeeze_p = linear("squeeze", lambda x, dimensions: x.reshape(
+                       tuple(n for i, n in enumerate(x.shape) if i not in dimensions)),
+                   _squeeze_shape, lambda g, x, dimensions: reshape(g, x.shape))
+
+
+def squeeze(x, dimensions):
+    return squeeze_p.bind(x, dimensions=tuple(sorted(dimensions)))
+
+
+def _expanded_shape(shape, dimensions):
+    out = list(shape)
+    for d in sorted(dimensions):
+        out.insert(d, 1)
+    return tuple(out)
+
+
+def _expand_dims_shape(x, dimensions):
+    ndim = x.ndim + len(dimensions)
+    if any(not 0 <= d < ndim for d in dimensions) or len(set(dimensions)) != len(dimensions):
+        raise _shape_error("expand_dims", f"invalid new axes {tuple(dimensions)}", x)
+    return ShapedArray(_expanded_shape(x.shape, dimensions), x.dtype)
+
+
+expand_dims_p = linear("expand_dims",
+                       lambda x, dimensions: x.reshape(_expanded_shape(x.shape, dimensions)),
+                       _expand_dims_shape, lambda g, x, dimensions: reshape(g, x.shape))
+
+
+def expand_dims(x, dimensions):
+    return expand_dims_p.bind(x, dimensions=tuple(sorted(dimensions)))
+
+
+# --------------------------------------------------------------------------- rev, slice
+
+def _rev_shape(x, dimensions):
+    if any(not 0 <= d < x.ndim for d in dimensions):
+        raise _shape_error("rev", f"dimensions {tuple(dimensions)} out of range", x)
+    return ShapedArray(x.shape, x.dtype)
+
+
+rev_p = linear("rev", lambda x, dimensions: np.flip(x, dimensions), _rev_shape,
+               lambda g, x, dimensions: rev(g, dimensions))
+
+
+def rev(x, dimensions):
+    return rev_p.bind(x, dimensions=tuple(dimensions))
+
+
+def _slice_shape(x, start_indices, limit_indices, strides):
+    if not (len(start_indices) == len(limit_indices) == len(strides) == x.ndim) or any(
+            not 0 <= s <= l <= n or st < 1 for s, l, n, st in
+            zip(start_indices, limit_indices, x.shape, strides)):
+        raise _shape_error("slice", f"invalid bounds start={tuple(start_indices)} "
+                           f"limit={tuple(limit_indices)} strides={tuple(strides)}", x)
+    return ShapedArray(tuple(-(-(l - s) // st) for s, l, st in
+                             zip(start_indices, limit_indices, strides)), x.dtype)
+
+
+def _slice_impl(x, start_indices, limit_indices, strides):
+    return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+
+
+def _slice_transpose(g, x, start_indices, limit_indices, strides):
+    zero = np.zeros((), x.dtype)
+    config = []
+    for s, n, st, m in zip(start_indices, x.shape, strides, g.shape):
+        config.append((s, n - _span_end(s, m, st), st - 1 if m else 0))
+    return pad(g, zero, tuple(config))
+
+
+slice_p = linear("slice", _slice_impl, _slice_shape, _slice_transpose)
+
+
+def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 (lax's name)
+    strides = (1,) * len(start_indices) if strides is None else strides
+    return slice_p.bind(x, start_indices=tuple(map(int, start_indices)),
+                        limit_indices=tuple(map(int, limit_indices)),
+                        strides=tuple(map(int, strides)))
+
+
+# --------------------------------------------------------------------------- pad
+
+def _padded_size(n, lo, hi, interior):
+    return lo + hi + n + max(n - 1, 0) * interior
+
+
+def _pad_shape(x, padding_value, padding_config):
+    check_same_dtype("pad", [x, padding_value])
+    if padding_value.shape != () or len(padding_config) != x.ndim or any(
+            i < 0 or _padded_size(n, lo, hi, i) < 0
+            for n, (lo, hi, i) in zip(x.shape, padding_config)):
+        raise _shape_error("pad", f"invalid padding_config {tuple(padding_config)} "
+                           f"(padding value must be a scalar)", x, padding_value)
+    return ShapedArray(tuple(_padded_size(n, *c) for n, c in zip(x.shape, padding_config)),
+                       x.dtype)
+
+
+def _pad_impl(x, padding_value, padding_config):
+    # Pad with the non-negative parts first, then crop where lo/hi are negative.
+    grown = [_padded_size(n, max(lo, 0), max(hi, 0), i)
+             for n, (lo, hi, i) in zip(x.shape, padding_config)]
+    out = np.full(grown, padding_value, dtype=x.dtype)
+    out[tuple(builtins.slice(max(lo, 0), _span_end(max(lo, 0), n, i + 1), i + 1)
+              for n, (lo, hi, i) in zip(x.shape, padding_config))] = x
+    crop = tuple(builtins.slice(-min(lo, 0), g + min(hi, 0))
+                 for g, (lo, hi, _) in zip(grown, padding_config))
+    return out[crop]
+
+
+def _span_end(start, n, step):
+    """One past the last of n positions start, start + step, ..."""
+    return start + (n - 1) * step + 1 if n else start
+
+
+def _pad_operand_part(g, x, padding_config):
+    """The entries of the padded cotangent that came from the operand."""
+    # Undo negative padding by padding the cotangent with zeros first.
+    zero = np.zeros((), g.dtype)
+    g = pad(g, zero, tuple((max(-lo, 0), max(-hi, 0), 0) for lo, hi, _ in padding_config))
+    starts = [max(lo, 0) for lo, _, _ in padding_config]
+    steps = [i + 1 for _, _, i in padding_config]
+    limits = [_span_end(s, n, st) for s, n, st in zip(starts, x.shape, steps)]
+    return slice(g, starts, limits, steps)
+
+
+def _pad_jvp(primals, tangents, padding_config):
+    x, v = primals
+    tx, tv = (instantiate(t, p) for t, p in zip(tangents, primals))
+    return pad(x, v, padding_config), pad(tx, tv, padding_config)
+
+
+def _pad_vjp(g, out, x, v, padding_config):
+    from .reduce import reduce_sum
+    g_x = _pad_operand_part(g, x, padding_config)
+    all_axes = tuple(range(g.ndim))
+    g_v = reduce_sum(g, all_axes) - reduce_sum(g_x, all_axes)
+    return g_x, g_v
+
+
+pad_p = Primitive("pad", abstract_eval=_pad_shape, impl=_pad_impl, jvp=_pad_jvp,
+                  vjp=_pad_vjp)
+
+
+def pad(x, padding_value, padding_config):
+    return pad_p.bind(x, padding_value,
+                      padding_config=tuple(tuple(map(int, c)) for c in padding_config))
+
+
+# --------------------------------------------------------------------------- concatenate
+
+def _concatenate_shape(*xs, dimension):
+    check_same_dtype("concatenate", xs)
+    first = xs[0]
+    if not 0 <= dimension < first.ndim or any(
+            x.ndim != first.ndim or any(a != b for i, (a, b) in
+                                        enumerate(zip(x.shape, first.shape)) if i != dimension)
+            for x in xs):
+        raise _shape_error("concatenate", f"shapes do not agree off dimension {dimension}",
+                           *xs)
+    shape = list(first.shape)
+    shape[dimension] = sum(x.shape[dimension] for x in xs)
+    return ShapedArray(shape, first.dtype)
+
+
+def _concatenate_jvp(primals, tangents, dimension):
+    tangents = [instantiate(t, p) for t, p in zip(tangents, primals)]
+    return concatenate(primals, dimension), concatenate(tangents, dimension)
+
+
+def _concatenate_vjp(g, out, *xs, dimension):
+    cts, start = [], 0
+    for x in xs:
+        n = x.shape[dimension]
+        starts = [0] * g.ndim
+        limits = list(g.shape)
+        starts[dimension], limits[dimension] = start, start + n
+        cts.append(slice(g, starts, limits))
+        start += n
+    return cts
+
+
+concatenate_p = Primitive("concatenate", abstract_eval=_concatenate_shape,
+                          impl=lambda *xs, dimension: np.concatenate(xs, dimension),
+                          jvp=_concatenate_jvp, vjp=_concatenate_vjp)
+
+
+def concatenate(xs, dimension):
+    return concatenate_p.bind(*xs, dimension=int(dimension))
+
+
+# --------------------------------------------------------------------------- iota
+
+def _iota_impl(dtype, shape, dimension):
+    idx = np.arange(shape[dimension], dtype=dtype)
+    view = [1] * len(shape)
+    view[dimension] = shape[dimension]
+    return np.broadcast_to(idx.reshape(view), shape)
+
+
+iota_p = Primitive("iota",
+                   abstract_eval=lambda dtype, shape, dimension: ShapedArray(shape, dtype),
+                   impl=_iota_impl,
+                   jvp=lambda primals, tangents, **params: (iota_p.bind(**params), None),
+                   vjp=lambda g, out, **params: ())
+
+
+def iota(dtype, shape, dimension=0):
+    return iota_p.bind(dtype=np.dtype(dtype), shape=tuple(shape), dimension=int(dimension))

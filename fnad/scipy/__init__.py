@@ -1,0 +1,2 @@
+"""fnad.scipy: scipy functions over fnad.numpy."""
+from . import special  # noqa: F401

@@ -1,0 +1,1 @@
+"""The transforms, each an interpreter of `bind`."""

@@ -1,0 +1,217 @@
+"""Functions that bring their own derivatives: custom_jvp, custom_vjp, checkpoint.
+
+All three reduce to one mechanism, `CustomRules`: the function itself, a JVP rule
+(for forward mode) and a fwd/bwd pair (for reverse mode), over flat lists of
+arrays. Each decorator supplies the rule it was given and derives the other by
+transposition, which is exact because a JVP is linear in its tangents and a VJP in
+its cotangents:
+  * the VJP of a custom JVP is the transpose of t -> jvp(x, t);
+  * the JVP of a custom VJP is the transpose of g -> bwd(res, g);
+  * checkpoint keeps only the inputs for the backward pass and re-runs the
+    function under `vjp` there.
+"""
+import functools
+
+from ..core import bind_custom
+from ..tree_util import tree_flatten, tree_unflatten
+from ._util import as_value, zeros_like
+from .jvp import jvp as _jvp
+from .vjp import vjp as _vjp
+
+
+class CustomRules:
+    __slots__ = ("fun", "jvp", "fwd", "bwd")
+
+    def __init__(self, fun, jvp, fwd, bwd):
+        self.fun, self.jvp, self.fwd, self.bwd = fun, jvp, fwd, bwd
+
+
+def _is_float(x):
+    return x.dtype.kind == "f"
+
+
+def pullback_floats(flat_fun, point, cotangents):
+    """The VJP of flat_fun (a function of a flat list) at `point`, with respect to the
+    float entries only; the other entries get None."""
+    float_at = [i for i, x in enumerate(point) if _is_float(x)]
+
+    def on_floats(*floats):
+        args = list(point)
+        for i, f in zip(float_at, floats):
+            args[i] = f
+        return flat_fun(args)
+
+    _, pullback = _vjp(on_floats, *[point[i] for i in float_at])
+    out = [None] * len(point)
+    for i, ct in zip(float_at, pullback(list(cotangents))):
+        out[i] = ct
+    return out
+
+
+def linear_transpose(linear_fun, example_inputs, cotangents):
+    """Apply the transpose of `linear_fun`, linear in the float entries of its flat
+    input list, to `cotangents`: its VJP, taken anywhere, e.g. at zero."""
+    zero = [zeros_like(x) if _is_float(x) else x for x in example_inputs]
+    return pullback_floats(linear_fun, zero, cotangents)
+
+
+class _Flattened:
+    """A pytree function seen as a function of a flat list of arrays."""
+
+    def __init__(self, fun, in_tree):
+        self.fun = fun
+        self.in_tree = in_tree
+        self.out_tree = None
+
+    def __call__(self, flat_args):
+        out = self.fun(*tree_unflatten(self.in_tree, flat_args))
+        flat_out, self.out_tree = tree_flatten(out)
+        return [as_value(o, "custom function output") for o in flat_out]
+
+
+def _flatten_args(args):
+    flat, tree = tree_flatten(args)
+    return [as_value(x, "custom function input") for x in flat], tree
+
+
+def _split_nondiff(args, nondiff_argnums):
+    static = tuple(args[i] for i in nondiff_argnums)
+    dynamic = tuple(a for i, a in enumerate(args) if i not in nondiff_argnums)
+
+    def merge(dyn):
+        it = iter(dyn)
+        st = iter(static)
+        return tuple(next(st) if i in nondiff_argnums else next(it)
+                     for i in range(len(args)))
+    return static, dynamic, merge
+
+
+class custom_jvp:
+    """Decorator for a function with a hand-written JVP rule:
+
+        @custom_jvp
+        def f(x): ...
+        @f.defjvp
+        def f_jvp(primals, tangents): return f(*primals), tangent_out
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp_rule = None
+
+    def defjvp(self, jvp_rule):
+        self.jvp_rule = jvp_rule
+        return jvp_rule
+
+    def __call__(self, *args):
+        if self.jvp_rule is None:
+            raise AttributeError(f"custom_jvp function {self.__name__} has no JVP rule; "
+                                 f"define one with @{self.__name__}.defjvp")
+        static, dynamic, merge = _split_nondiff(args, self.nondiff_argnums)
+        flat, in_tree = _flatten_args(dynamic)
+        fun = _Flattened(lambda *dyn: self.fun(*merge(dyn)), in_tree)
+
+        def jvp(primals, tangents):
+            out, t_out = self.jvp_rule(*static, tree_unflatten(in_tree, primals),
+                                       tree_unflatten(in_tree, tangents))
+            flat_out, fun.out_tree = tree_flatten(out)
+            flat_t, t_tree = tree_flatten(t_out)
+            if t_tree != fun.out_tree:
+                raise ValueError(f"custom_jvp rule of {self.__name__}: the tangent output "
+                                 f"structure {t_tree} differs from the primal's {fun.out_tree}")
+            return ([as_value(o, "custom_jvp output") for o in flat_out],
+                    [as_value(t, "custom_jvp tangent") for t in flat_t])
+
+        def fwd(primals):
+            return fun(primals), primals
+
+        def bwd(primals, cotangents):
+            return linear_transpose(lambda tangents: jvp(primals, tangents)[1],
+                                    primals, cotangents)
+
+        out = bind_custom(CustomRules(fun, jvp, fwd, bwd), flat)
+        return tree_unflatten(fun.out_tree, out)
+
+
+class custom_vjp:
+    """Decorator for a function with a hand-written VJP:
+
+        @custom_vjp
+        def f(x): ...
+        def f_fwd(x): return f(x), residuals
+        def f_bwd(residuals, g): return (cotangent_for_x,)
+        f.defvjp(f_fwd, f_bwd)
+    """
+
+    def __init__(self, fun, nondiff_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd_rule = self.bwd_rule = None
+
+    def defvjp(self, fwd, bwd):
+        self.fwd_rule, self.bwd_rule = fwd, bwd
+
+    def __call__(self, *args):
+        if self.fwd_rule is None:
+            raise AttributeError(f"custom_vjp function {self.__name__} has no VJP rule; "
+                                 f"define one with {self.__name__}.defvjp(fwd, bwd)")
+        static, dynamic, merge = _split_nondiff(args, self.nondiff_argnums)
+        flat, in_tree = _flatten_args(dynamic)
+        fun = _Flattened(lambda *dyn: self.fun(*merge(dyn)), in_tree)
+        res_tree = []
+
+        def fwd(primals):
+            out, res = self.fwd_rule(*merge(tree_unflatten(in_tree, primals)))
+            flat_out, fun.out_tree = tree_flatten(out)
+            flat_res, tree = tree_flatten(res)
+            res_tree.append(tree)
+            return [as_value(o, "custom_vjp output") for o in flat_out], flat_res
+
+        def bwd(residuals, cotangents):
+            cts = self.bwd_rule(*static, tree_unflatten(res_tree[0], residuals),
+                                tree_unflatten(fun.out_tree, cotangents))
+            if not isinstance(cts, (tuple, list)):
+                raise TypeError(f"custom_vjp bwd of {self.__name__} must return a tuple "
+                                f"with one cotangent per differentiable argument")
+            flat_ct, ct_tree = tree_flatten(tuple(cts))
+            if ct_tree != in_tree:
+                raise ValueError(f"custom_vjp bwd of {self.__name__} returned cotangents of "
+                                 f"structure {ct_tree}, but the inputs have structure {in_tree}")
+            return flat_ct
+
+        def jvp(primals, tangents):
+            outs, residuals = fwd(primals)
+            t_out = linear_transpose(lambda cts: bwd(residuals, cts), outs, tangents)
+            return outs, [zeros_like(o) if t is None else t for t, o in zip(t_out, outs)]
+
+        out = bind_custom(CustomRules(fun, jvp, fwd, bwd), flat)
+        return tree_unflatten(fun.out_tree, out)
+
+
+def checkpoint(fun, *, prevent_cse=True, static_argnums=()):
+    """Trade compute for memory: reverse mode stores only fun's inputs and
+    recomputes its intermediates during the backward pass. Gradients are unchanged."""
+    @functools.wraps(fun)
+    def remat_fun(*args):
+        static, dynamic, merge = _split_nondiff(args, tuple(static_argnums))
+        flat, in_tree = _flatten_args(dynamic)
+        flat_fun = _Flattened(lambda *dyn: fun(*merge(dyn)), in_tree)
+
+        def jvp(primals, tangents):
+            return _jvp(lambda *p: flat_fun(list(p)), tuple(primals), tuple(tangents))
+
+        def fwd(primals):
+            return flat_fun(primals), primals
+
+        def bwd(primals, cotangents):
+            return pullback_floats(flat_fun, primals, cotangents)
+
+        out = bind_custom(CustomRules(flat_fun, jvp, fwd, bwd), flat)
+        return tree_unflatten(flat_fun.out_tree, out)
+    return remat_fun
+
+
+remat = checkpoint
