@@ -63,14 +63,16 @@ class Primitive:
     abstract_eval(*avals, **params) -> ShapedArray (or a list of them)
     impl(*numpy_values, **params)    -> numpy value (or a list): the cpu kernel
     jvp(primals, tangents, **params) -> (out, tangent_out); tangents may be None (zero)
-    vjp(cotangent, out, *args, **params) -> one cotangent per arg (None for zero)
+    vjp(cotangent, out, *args, **params) -> one cotangent per arg (None for zero);
+            with selective_vjp=True it is also passed `needed=`, a list saying which
+            args want a cotangent, so it can skip the others' work
     batch(args, batch_dims, **params) -> (out, out_batch_dim): the vmap rule
     scalar: for elementwise primitives, the scalar expression the fusing compiler
             inlines, a format string over operand names ``{0}``, ``{1}``...
     """
 
     def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch=None,
-                 scalar=None, multiple_results=False):
+                 scalar=None, multiple_results=False, selective_vjp=False):
         if name in PRIMITIVES:
             raise ValueError(f"primitive {name!r} is declared twice")
         self.name = name
@@ -81,6 +83,7 @@ class Primitive:
         self.batch = batch
         self.scalar = scalar
         self.multiple_results = multiple_results
+        self.selective_vjp = selective_vjp
         PRIMITIVES[name] = self
 
     def __repr__(self):
@@ -93,21 +96,46 @@ class Primitive:
         return trace.process(self, args, params)
 
     def eval(self, args, params):
-        """Run the cpu kernel on concrete values: the eager fast path."""
-        values = []
-        for a in args:
-            if type(a) is Array:
-                values.append(a._value)
-            else:
-                values.append(_concrete_operand(self, a))
+        """Run the cpu kernel on concrete values: the eager fast path.
+
+        Operands are Arrays or raw numpy values (constants). When every operand is
+        raw numpy the result stays raw numpy: rules evaluated outside any transform
+        then work on numpy values end to end (see VJPTrace). fnad.numpy and fnad.lax
+        always pass at least one Array, so users only ever see Arrays."""
+        # Unrolled for one and two operands: this is the per-op cost of eager mode.
+        if len(args) == 2:
+            a, b = args
+            raw = type(a) is not Array and type(b) is not Array
+            values = (a._value if type(a) is Array else _concrete_operand(self, a),
+                      b._value if type(b) is Array else _concrete_operand(self, b))
+        elif len(args) == 1:
+            a, = args
+            raw = type(a) is not Array
+            values = (a._value if type(a) is Array else _concrete_operand(self, a),)
+        else:
+            raw = bool(args) and not any(type(a) is Array for a in args)
+            values = [a._value if type(a) is Array else _concrete_operand(self, a)
+                      for a in args]
         try:
             out = self.impl(*values, **params)
         except (ValueError, TypeError, IndexError) as err:
             self.explain_failure(args, params)
             raise err
+        if raw:
+            return out
         if self.multiple_results:
             return [_wrap(o) for o in out]
-        return _wrap(out)
+        result = _new_array(Array)
+        result._value = out if type(out) is np.ndarray else np.asarray(out)
+        return result
+
+    def run(self, values, params, args):
+        """The cpu kernel on raw values, with the shape rule's error on failure."""
+        try:
+            return self.impl(*values, **params)
+        except (ValueError, TypeError, IndexError) as err:
+            self.explain_failure(args, params)
+            raise err
 
     def explain_failure(self, args, params):
         """A kernel raised: re-check with the shape rule, whose error names the operands."""
@@ -127,8 +155,11 @@ def _concrete_operand(prim, a):
     raise TypeError(f"{prim.name}: operand of type {type(a).__name__} is not an array")
 
 
+_new_array = object.__new__
+
+
 def _wrap(value):
-    a = object.__new__(Array)
+    a = _new_array(Array)
     a._value = value if type(value) is np.ndarray else np.asarray(value)
     return a
 

@@ -10,11 +10,16 @@ from .primitives.dot import dot_general  # noqa: F401
 
 
 def _unary(prim):
-    return lambda x: prim.bind(x)
+    return lambda x: prim.bind(_as(x))
 
 
 def _binary(prim):
-    return lambda x, y: prim.bind(x, y)
+    return lambda x, y: prim.bind(_as(x), _as(y))
+
+
+def _as(x):
+    from .numpy._core import as_operand
+    return as_operand(x)
 
 
 neg, exp, log, log1p, expm1 = map(_unary, (_E.neg_p, _E.exp_p, _E.log_p, _E.log1p_p, _E.expm1_p))

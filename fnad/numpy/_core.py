@@ -87,6 +87,30 @@ def promote(*args):
     return out
 
 
+def promote_pair(x, y):
+    """promote for two operands, with fast paths for the common cases: two values of
+    one dtype, and a value with a Python scalar of a kind its dtype can hold."""
+    # numpy operands take the slow path, which copies them into Arrays.
+    tx, ty = type(x), type(y)
+    if tx is Array and ty is Array:
+        if x._value.dtype == y._value.dtype:
+            return x, y
+    elif ty is float or ty is int:
+        if tx is Array or isinstance(x, Tracer):
+            dtype = x.dtype
+            if dtype.kind == "f" or (ty is int and dtype.kind in "iu"):
+                return x, dtype.type(y)
+    elif tx is float or tx is int:
+        if ty is Array or isinstance(y, Tracer):
+            dtype = y.dtype
+            if dtype.kind == "f" or (tx is int and dtype.kind in "iu"):
+                return dtype.type(x), y
+    elif (tx is Array or isinstance(x, Tracer)) and (ty is Array or isinstance(y, Tracer)):
+        if x.dtype == y.dtype:
+            return x, y
+    return promote(x, y)
+
+
 def promote_inexact(*args):
     """promote, then to floating point (as numpy does for true division, exp, ...)."""
     out = promote(*args)

@@ -1,2 +1,188 @@
-def einsum(*a, **k):
-    raise RuntimeError("einsum is being written")
+"""einsum as a composite: diagonals, sums and transposes for each operand, then
+pairwise dot_general contractions in a greedy order.
+
+Labels are letters for named axes and integers 0..E-1 for the axes an ellipsis
+stands for (right-aligned across operands, as numpy broadcasts them). A labelled
+axis of size 1 broadcasts against the same label elsewhere, as in numpy: the
+operand is constant along it, so it is squeezed out and the label dropped.
+"""
+import string
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..primitives import shape as S
+from ..primitives.dot import dot_general
+from ..primitives.reduce import reduce_sum
+from ._core import promote
+from ._products import diagonal
+
+_LETTERS = string.ascii_letters
+
+
+def einsum(subscripts, *operands, optimize="greedy", precision=None):
+    """numpy.einsum (and its interleaved operand/sublist form). `optimize` and
+    `precision` are accepted for compatibility; the order is always greedy."""
+    if not isinstance(subscripts, str):
+        subscripts, operands = _from_sublists(subscripts, *operands)
+    operands = promote(*operands) if operands else []
+    inputs, output = _parse(subscripts, [np.ndim(x) for x in operands])
+    sizes = _label_sizes(subscripts, inputs, operands)
+    terms = [_prepare(x, labels, sizes) for x, labels in zip(operands, inputs)]
+    terms = [_sum_private_labels(t, terms, output) for t in terms]
+    while len(terms) > 1:
+        i, j = _cheapest_pair(terms, output, sizes)
+        rest = [t for k, t in enumerate(terms) if k not in (i, j)]
+        terms = rest + [_contract(terms[i], terms[j], rest, output)]
+    x, labels = terms[0]
+    return _to_output(x, labels, output)
+
+
+# --------------------------------------------------------------------------- parsing
+
+def _from_sublists(*args):
+    """numpy's interleaved form einsum(op0, sublist0, op1, sublist1, ..., [out])."""
+    def letters(sublist):
+        return "".join("..." if s is Ellipsis else _LETTERS[s] for s in sublist)
+    operands, subs = list(args[0::2]), [letters(s) for s in args[1::2]]
+    if len(args) % 2:
+        out = letters(args[-1])
+        operands.pop()
+        return ",".join(subs) + "->" + out, operands
+    return ",".join(subs), operands
+
+
+def _parse(subscripts, ndims):
+    spec = subscripts.replace(" ", "")
+    explicit = "->" in spec
+    lhs, out = spec.split("->") if explicit else (spec, None)
+    terms = lhs.split(",")
+    if len(terms) != len(ndims):
+        raise ValueError(f"einsum: {subscripts!r} names {len(terms)} operands but "
+                         f"{len(ndims)} were given")
+    n_ellipsis = 0
+    for term, ndim in zip(terms, ndims):
+        _check_letters(subscripts, term)
+        named = len(term.replace("...", ""))
+        if ("..." in term and named > ndim) or ("..." not in term and named != ndim):
+            raise ShapeError(f"einsum: subscripts {term!r} do not match an operand with "
+                             f"{ndim} dimensions (in {subscripts!r})")
+        n_ellipsis = max(n_ellipsis, ndim - named if "..." in term else 0)
+    inputs = [_labels(term, ndim - len(term.replace("...", "")), n_ellipsis)
+              for term, ndim in zip(terms, ndims)]
+    if explicit:
+        _check_letters(subscripts, out)
+        if n_ellipsis and "..." not in out:
+            raise ShapeError(f"einsum: the operands have {n_ellipsis} broadcast dimensions "
+                             f"but the output of {subscripts!r} has no '...' for them")
+        output = _labels(out, n_ellipsis, n_ellipsis)
+        unknown = set(output) - {lab for labels in inputs for lab in labels}
+        if unknown or len(set(output)) != len(output):
+            raise ValueError(f"einsum: output subscripts of {subscripts!r} must be distinct "
+                             f"and each appear in an input")
+    else:
+        counts = {}
+        for lab in (lab for labels in inputs for lab in labels if isinstance(lab, str)):
+            counts[lab] = counts.get(lab, 0) + 1
+        output = list(range(n_ellipsis)) + sorted(lab for lab, c in counts.items() if c == 1)
+    return inputs, output
+
+
+def _check_letters(subscripts, term):
+    if term.count("...") > 1:
+        raise ValueError(f"einsum: more than one '...' in {term!r} (in {subscripts!r})")
+    bad = set(term.replace("...", "")) - set(_LETTERS)
+    if bad:
+        raise ValueError(f"einsum: invalid subscript characters {sorted(bad)} in "
+                         f"{subscripts!r}")
+
+
+def _labels(term, n_here, n_ellipsis):
+    """The label list of one term; its ellipsis covers the last n_here broadcast axes."""
+    if "..." not in term:
+        return list(term)
+    head, tail = term.split("...")
+    return list(head) + list(range(n_ellipsis - n_here, n_ellipsis)) + list(tail)
+
+
+def _label_sizes(subscripts, inputs, operands):
+    sizes = {}
+    for labels, x in zip(inputs, operands):
+        for lab, n in zip(labels, np.shape(x)):
+            if sizes.get(lab, 1) not in (1, n) and n != 1:
+                raise ShapeError(f"einsum: subscript {_name(lab)} of {subscripts!r} has "
+                                 f"sizes {sizes[lab]} and {n} in different operands "
+                                 f"(shapes {', '.join(str(np.shape(o)) for o in operands)})")
+            sizes[lab] = max(sizes.get(lab, 1), n)
+    return sizes
+
+
+def _name(label):
+    return repr(label) if isinstance(label, str) else f"'...' (axis {label})"
+
+
+# --------------------------------------------------------------------------- terms
+
+def _prepare(x, labels, sizes):
+    """Take diagonals for repeated labels and drop size-1 axes that broadcast."""
+    labels = list(labels)
+    while len(set(labels)) != len(labels):
+        lab = next(lab for k, lab in enumerate(labels) if lab in labels[:k])
+        i = labels.index(lab)
+        j = labels.index(lab, i + 1)
+        x = diagonal(x, 0, i, j)      # the diagonal becomes the last axis
+        labels = [m for k, m in enumerate(labels) if k not in (i, j)] + [lab]
+    squeezed = tuple(k for k, lab in enumerate(labels) if x.shape[k] == 1 and sizes[lab] != 1)
+    if squeezed:
+        x = S.squeeze(x, squeezed)
+        labels = [lab for k, lab in enumerate(labels) if k not in squeezed]
+    return x, labels
+
+
+def _sum_private_labels(term, terms, output):
+    """Sum the axes whose label appears in no other term and not in the output."""
+    x, labels = term
+    elsewhere = set(output).union(*(t[1] for t in terms if t is not term))
+    axes = tuple(k for k, lab in enumerate(labels) if lab not in elsewhere)
+    if not axes:
+        return term
+    return reduce_sum(x, axes), [lab for k, lab in enumerate(labels) if k not in axes]
+
+
+def _result_labels(a, b, rest, output):
+    """Labels of the contraction of terms a and b: (batch, contracted, result labels)."""
+    needed = set(output).union(*(t[1] for t in rest))
+    shared = [lab for lab in a[1] if lab in b[1]]
+    batch = [lab for lab in shared if lab in needed]
+    contracted = [lab for lab in shared if lab not in needed]
+    free_a = [lab for lab in a[1] if lab not in shared]
+    free_b = [lab for lab in b[1] if lab not in shared]
+    return batch, contracted, batch + free_a + free_b
+
+
+def _cheapest_pair(terms, output, sizes):
+    """Greedy order: the pair whose contraction gives the smallest result."""
+    best = None
+    for i in range(len(terms)):
+        for j in range(i + 1, len(terms)):
+            rest = [t for k, t in enumerate(terms) if k not in (i, j)]
+            labels = _result_labels(terms[i], terms[j], rest, output)[2]
+            cost = int(np.prod([sizes[lab] for lab in labels], dtype=np.int64))
+            if best is None or cost < best[0]:
+                best = (cost, i, j)
+    return best[1], best[2]
+
+
+def _contract(a, b, rest, output):
+    batch, contracted, labels = _result_labels(a, b, rest, output)
+    (xa, la), (xb, lb) = a, b
+    dims = ((tuple(la.index(lab) for lab in contracted),
+             tuple(lb.index(lab) for lab in contracted)),
+            (tuple(la.index(lab) for lab in batch), tuple(lb.index(lab) for lab in batch)))
+    return dot_general(xa, xb, dims), labels
+
+
+def _to_output(x, labels, output):
+    # Every output label survives: only labels elsewhere of full size are squeezed.
+    perm = [labels.index(lab) for lab in output]
+    return S.transpose(x, perm) if perm != list(range(len(perm))) else x

@@ -2,33 +2,33 @@
 import numpy as np
 
 from ..array import Array
+from ..core import Tracer
 from ..primitives import elementwise as E
-from ._core import promote, promote_inexact, as_operand, astype
+from ._core import promote, promote_pair, promote_inexact, as_operand, astype
 
 
 def _binary(prim):
     def op(x, y):
-        # The eager fast path: two Arrays of one dtype need no promotion.
         if type(x) is Array and type(y) is Array and x._value.dtype == y._value.dtype:
             return prim.bind(x, y)
-        return prim.bind(*promote(x, y))
+        return prim.bind(*promote_pair(x, y))
     op.__name__ = prim.name
     return op
 
 
 def _binary_inexact(prim):
     def op(x, y):
-        if type(x) is Array and type(y) is Array and x._value.dtype == y._value.dtype \
-                and x._value.dtype.kind == "f":
-            return prim.bind(x, y)
-        return prim.bind(*promote_inexact(x, y))
+        x, y = promote_pair(x, y)
+        if x.dtype.kind != "f":
+            x, y = promote_inexact(x, y)
+        return prim.bind(x, y)
     op.__name__ = prim.name
     return op
 
 
 def _unary_inexact(prim):
     def op(x):
-        if type(x) is not Array or x._value.dtype.kind != "f":
+        if not (type(x) is Array or isinstance(x, Tracer)) or x.dtype.kind != "f":
             x, = promote_inexact(x)
         return prim.bind(x)
     op.__name__ = prim.name
@@ -151,7 +151,7 @@ def cbrt(x):
 
 def exp2(x):
     x, = promote_inexact(x)
-    return exp(x * np.log(2.0))
+    return exp(x * np.asarray(np.log(2.0), x.dtype))
 
 
 def log2(x):

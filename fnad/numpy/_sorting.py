@@ -1,1 +1,87 @@
-__all__ = []
+"""Sorting over the sort primitive. Every sort is stable; `kind` is accepted for
+numpy compatibility and ignored. partition and argpartition sort fully, which
+satisfies their contract."""
+import numpy as np
+
+from ..primitives import sort as P
+from ..primitives import shape as S
+from ._core import as_operand, normalize_axis
+from ._shapes import reshape, take_range
+from . import _elementwise as E, _reductions as R
+
+__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "median"]
+
+
+def _prepared(name, a, axis, order):
+    if order is not None:
+        raise TypeError(f"{name}: order= (structured arrays) is not supported")
+    a = as_operand(a)
+    if axis is None:
+        return reshape(a, (a.size,)), 0
+    if a.ndim == 0:
+        raise ValueError(f"{name}: cannot sort a 0-d array along axis {axis}")
+    return a, normalize_axis(axis, a.ndim)
+
+
+def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+    """A sorted copy; axis=None sorts the flattened array."""
+    a, axis = _prepared("sort", a, axis, order)
+    out = P.sort_multi([a], axis)[0]
+    return S.rev(out, (axis,)) if descending else out
+
+
+def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+    """The indices (int64) that sort a along axis; ties keep their order, also when
+    descending."""
+    a, axis = _prepared("argsort", a, axis, order)
+    if not descending:
+        return P.argsort(a, axis)
+    # Stable descending: ascending sort of the reversed array, read backwards, with
+    # positions mapped back through the reversal.
+    n = a.shape[axis]
+    flipped = P.argsort(S.rev(a, (axis,)), axis)
+    return (n - 1) - S.rev(flipped, (axis,))
+
+
+def lexsort(keys, axis=-1):
+    """Indices sorting by the last key first, then the one before it, ...; keys is a
+    sequence of same-shaped arrays or a 2-d+ array whose first axis lists them."""
+    keys = [as_operand(k) for k in keys]
+    if not keys:
+        raise ValueError("lexsort: needs at least one key")
+    ndim = keys[0].ndim
+    if ndim == 0:
+        raise ValueError("lexsort: keys must be at least 1-d")
+    axis = normalize_axis(axis, ndim)
+    iota = S.iota(np.int64, keys[0].shape, axis)
+    return P.sort_multi(keys[::-1] + [iota], axis, num_keys=len(keys))[-1]
+
+
+def partition(a, kth, axis=-1):
+    return sort(a, axis)
+
+
+def argpartition(a, kth, axis=-1):
+    return argsort(a, axis)
+
+
+def median(a, axis=None, keepdims=False):
+    """The middle of the sorted values (the mean of the two middle ones for an even
+    count); NaN where the values include a NaN, as in numpy."""
+    a = as_operand(a)
+    if a.dtype.kind != "f":
+        a = a.astype(np.float64)
+    if axis is None:
+        out = median(reshape(a, (a.size,)), 0)
+        return reshape(out, (1,) * a.ndim) if keepdims else out
+    if isinstance(axis, (tuple, list)):
+        raise NotImplementedError("median: axis must be an int or None")
+    axis = normalize_axis(axis, a.ndim)
+    n = a.shape[axis]
+    if n == 0:
+        raise ValueError(f"median of an empty axis (shape {tuple(a.shape)}, axis {axis})")
+    ordered = P.sort_multi([a], axis)[0]
+    middle = take_range(ordered, (n - 1) // 2, n // 2 + 1, axis)
+    out = R.mean(middle, axis=axis, keepdims=keepdims)
+    has_nan = R.any(E.isnan(a), axis=axis, keepdims=keepdims)
+    return E.where(has_nan, np.asarray(np.nan, a.dtype), out)

@@ -28,10 +28,10 @@ def broadcasting(name, *, out_dtype=None, kinds=None):
 
 def sum_to_shape(x, shape):
     """Undo numpy broadcasting on a cotangent: sum over the broadcast axes."""
+    if x.shape == shape:
+        return x
     from . import reduce, shape as shape_ops
     shape = tuple(shape)
-    if tuple(x.shape) == shape:
-        return x
     lead = len(x.shape) - len(shape)
     axes = tuple(range(lead)) + tuple(
         i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1)
@@ -43,10 +43,10 @@ def sum_to_shape(x, shape):
 
 
 def broadcast_to(x, shape):
+    if x.shape == shape:
+        return x
     from . import shape as shape_ops
     shape = tuple(shape)
-    if tuple(x.shape) == shape:
-        return x
     lead = len(shape) - len(x.shape)
     return shape_ops.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
 

@@ -102,6 +102,8 @@ def _integer_pow_deriv(x, y):
         return 0 * x
     if y == 1:
         return 1 + 0 * x
+    if y == 2:
+        return 2 * x
     return y * integer_pow_p.bind(x, y=y - 1)
 
 
@@ -128,14 +130,14 @@ def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None):
                          None if ty is None else ty * dy(x, y, out))
         return out, broadcast_to(t, out.shape)
 
-    def vjp(g, out, x, y):
+    def vjp(g, out, x, y, needed=(True, True)):
         if dx is None:
             return None, None
-        return (sum_to_shape(g * dx(x, y, out), x.shape),
-                sum_to_shape(g * dy(x, y, out), y.shape))
+        return (sum_to_shape(g * dx(x, y, out), x.shape) if needed[0] else None,
+                sum_to_shape(g * dy(x, y, out), y.shape) if needed[1] else None)
 
     prim = Primitive(name, abstract_eval=broadcasting(name, kinds=kinds, out_dtype=out_dtype),
-                     impl=impl, jvp=jvp, vjp=vjp, scalar=scalar)
+                     impl=impl, jvp=jvp, vjp=vjp, scalar=scalar, selective_vjp=True)
     return prim
 
 
@@ -149,11 +151,12 @@ def _linear_binary(name, impl, sign_y, scalar):
             ty = -ty
         return out, broadcast_to(add_tangents(tx, ty), out.shape)
 
-    def vjp(g, out, x, y):
-        return sum_to_shape(g, x.shape), sum_to_shape(g if sign_y > 0 else -g, y.shape)
+    def vjp(g, out, x, y, needed=(True, True)):
+        return (sum_to_shape(g, x.shape) if needed[0] else None,
+                (sum_to_shape(g if sign_y > 0 else -g, y.shape) if needed[1] else None))
 
     prim = Primitive(name, abstract_eval=broadcasting(name, kinds=NUMERIC), impl=impl,
-                     jvp=jvp, vjp=vjp, scalar=scalar)
+                     jvp=jvp, vjp=vjp, scalar=scalar, selective_vjp=True)
     return prim
 
 

@@ -1,1 +1,328 @@
-__all__ = []
+"""Linear algebra: cholesky, triangular_solve, solve, slogdet and det.
+
+Every primitive acts on the last two axes and maps over the leading ones, which
+its operands must share (broadcasting them is fnad.numpy's job). The derivative
+rules are the matrix-calculus identities, written with these same primitives and
+dot_general, so they differentiate again. With op(A) = A or A^T:
+
+    solve            X = A^-1 B        dX = A^-1 (dB - dA X)      ct_B = A^-T G, ct_A = -ct_B X^T
+    triangular_solve X = op(A)^-1 B    the same, masked to the triangle that is read
+    cholesky         A = L L^T         dL = L Phi(L^-1 dA L^-T)   (Murray 2016, arXiv:1602.07527)
+    slogdet, det     d log|det A| = tr(A^-1 dA)                   ct_A = g A^-T  (g det A A^-T)
+
+inv is a composite, solve(A, I): its derivatives follow from solve's.
+At an exactly singular matrix the rules' solves raise numpy.linalg.LinAlgError, even
+for det, whose gradient there (the adjugate) exists: that needs an LU-based cofactor
+solve fnad does not have yet.
+"""
+import numpy as np
+
+from ..core import Primitive, ShapedArray, get_aval
+from ..errors import ShapeError, DTypeError
+from ..kernels.cpu import linalg as kernels
+from . import shape as S
+from .dot import dot_general
+from .reduce import reduce_sum
+from .elementwise import add_p, sub_p, mul_p, neg_p, div_p
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+# --------------------------------------------------------------------------- helpers
+
+def checked(abstract_eval, impl):
+    """impl, after the shape rule: np.linalg would broadcast or cast operands the
+    rule rejects, and the triangular-solve kernel does not check bounds. The check
+    costs microseconds next to the O(n^3) work."""
+    def run(*args, **params):
+        abstract_eval(*(get_aval(a) for a in args), **params)
+        return impl(*args, **params)
+    return run
+
+
+def _check_matrices(name, *named_avals):
+    for what, a in named_avals:
+        if a.dtype not in _FLOATS:
+            raise DTypeError(f"{name}: {what} must be float32 or float64, got {a}")
+        if a.ndim < 2:
+            raise ShapeError(f"{name}: {what} must be a matrix or a batch of matrices "
+                             f"(at least 2-d), got shape {tuple(a.shape)}")
+
+
+def _check_square(name, a):
+    _check_matrices(name, ("a", a))
+    if a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"{name}: a must be square in its last two axes, got shape "
+                         f"{tuple(a.shape)}")
+
+
+def _check_rhs(name, a, b, rows_axis):
+    """b must have a's dtype and leading dimensions and m = a.shape[-1] along rows_axis."""
+    _check_matrices(name, ("b", b))
+    if a.dtype != b.dtype:
+        raise DTypeError(f"{name}: a and b must have one dtype, got {a} and {b}")
+    if b.ndim != a.ndim or a.shape[:-2] != b.shape[:-2] or b.shape[rows_axis] != a.shape[-1]:
+        side = "rows" if rows_axis == -2 else "columns"
+        raise ShapeError(f"{name}: shapes a {tuple(a.shape)} and b {tuple(b.shape)} do not "
+                         f"match: b needs a's leading dimensions {tuple(a.shape[:-2])} and "
+                         f"{a.shape[-1]} {side}")
+
+
+def _mT(x):
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return S.transpose(x, perm)
+
+
+def _mm(a, b):
+    """Batched matrix product over shared leading dimensions."""
+    nb = a.ndim - 2
+    batch = tuple(range(nb))
+    return dot_general(a, b, (((nb + 1,), (nb,)), (batch, batch)))
+
+
+def _masked(x, mask):
+    return mul_p.bind(x, mask.astype(x.dtype))
+
+
+def _tril(x, k=0):
+    n = x.shape[-1]
+    return _masked(x, np.tri(n, n, k, dtype=bool))
+
+
+def _triangle(x, lower, unit_diagonal):
+    """The entries of x that a triangular solve reads."""
+    n = x.shape[-1]
+    k = -1 if unit_diagonal else 0
+    mask = np.tri(n, n, k, dtype=bool)
+    return _masked(x, mask if lower else mask.T)
+
+
+def _eye(a):
+    n = a.shape[-1]
+    return np.broadcast_to(np.eye(n, dtype=a.dtype), tuple(a.shape))
+
+
+def _trace(x):
+    return reduce_sum(_masked(x, np.eye(x.shape[-1])), (x.ndim - 2, x.ndim - 1))
+
+
+def _times_each(s, m):
+    """s[..., None, None] * m: scale each matrix of a batch by its own scalar."""
+    return mul_p.bind(S.broadcast_in_dim(s, tuple(m.shape), tuple(range(len(s.shape)))), m)
+
+
+def _inv_transpose(a):
+    return solve_p.bind(_mT(a), _eye(a))
+
+
+def _leading_batch_rule(prim, shift=()):
+    """vmap rule for a primitive that maps over leading axes: move every batch axis
+    to the front (materializing it for unbatched operands) and add one more leading
+    axis. `shift` names integer params that count axes and so move by one."""
+    def batch(args, batch_dims, **params):
+        size = next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
+        moved = [_to_front(x, d, size) for x, d in zip(args, batch_dims)]
+        params = {k: v + 1 if k in shift else v for k, v in params.items()}
+        out = prim.bind(*moved, **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+    return batch
+
+
+def _to_front(x, d, size):
+    if d is None:
+        shape = tuple(x.shape)
+        return S.broadcast_in_dim(x, (size,) + shape, tuple(range(1, len(shape) + 1)))
+    if d == 0:
+        return x
+    perm = (d,) + tuple(i for i in range(len(x.shape)) if i != d)
+    return S.transpose(x, perm)
+
+
+# --------------------------------------------------------------------------- triangular_solve
+
+def _triangular_solve_shape(a, b, left_side, lower, transpose_a, unit_diagonal):
+    _check_square("triangular_solve", a)
+    _check_rhs("triangular_solve", a, b, -2 if left_side else -1)
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _triangular_solve_jvp(primals, tangents, **params):
+    a, b = primals
+    ta, tb = tangents
+    x = triangular_solve_p.bind(a, b, **params)
+    rhs = tb
+    if ta is not None:
+        # d(op(A)) X (or X d(op(A))) moves to the right-hand side.
+        da = _triangle(ta, params["lower"], params["unit_diagonal"])
+        da = _mT(da) if params["transpose_a"] else da
+        moved = _mm(da, x) if params["left_side"] else _mm(x, da)
+        rhs = neg_p.bind(moved) if rhs is None else sub_p.bind(rhs, moved)
+    return x, triangular_solve_p.bind(a, rhs, **params)
+
+
+def _triangular_solve_vjp(g, x, a, b, left_side, lower, transpose_a, unit_diagonal):
+    ct_b = triangular_solve_p.bind(a, g, left_side=left_side, lower=lower,
+                                   transpose_a=not transpose_a, unit_diagonal=unit_diagonal)
+    ct_op_a = _mm(ct_b, _mT(x)) if left_side else _mm(_mT(x), ct_b)
+    ct_a = neg_p.bind(_mT(ct_op_a) if transpose_a else ct_op_a)
+    return _triangle(ct_a, lower, unit_diagonal), ct_b
+
+
+triangular_solve_p = Primitive(
+    "triangular_solve", abstract_eval=_triangular_solve_shape,
+    impl=checked(_triangular_solve_shape, kernels.triangular_solve),
+    jvp=_triangular_solve_jvp, vjp=_triangular_solve_vjp)
+triangular_solve_p.batch = _leading_batch_rule(triangular_solve_p)
+
+
+def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
+                     conjugate_a=False, unit_diagonal=False):
+    """lax.linalg.triangular_solve: solve op(a) x = b (left_side) or x op(a) = b,
+    reading only the lower (or upper) triangle of a; conjugate_a is a no-op (real)."""
+    return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                                   transpose_a=bool(transpose_a),
+                                   unit_diagonal=bool(unit_diagonal))
+
+
+# --------------------------------------------------------------------------- cholesky
+
+def _cholesky_shape(a):
+    _check_square("cholesky", a)
+    return ShapedArray(a.shape, a.dtype)
+
+
+def _phi(x):
+    """The lower triangle with the diagonal halved."""
+    n = x.shape[-1]
+    return _masked(x, np.tri(n, n) - 0.5 * np.eye(n))
+
+
+def _cholesky_jvp(primals, tangents):
+    a, = primals
+    ta, = tangents
+    L = cholesky_p.bind(a)
+    # The kernel reads only the lower triangle of a: the symmetric matrix it
+    # factors moves by tril(dA) + tril(dA, -1)^T.
+    sigma_dot = add_p.bind(_tril(ta), _mT(_tril(ta, -1)))
+    tmp = triangular_solve_p.bind(L, sigma_dot, left_side=True, lower=True,
+                                  transpose_a=False, unit_diagonal=False)
+    w = triangular_solve_p.bind(L, tmp, left_side=False, lower=True, transpose_a=True,
+                                unit_diagonal=False)
+    return L, _mm(L, _phi(w))
+
+
+def _cholesky_vjp(g, L, a):
+    # The transpose of the JVP: S = L^-T Phi(L^T G) L^-1, folded onto the lower triangle.
+    p = _phi(_mm(_mT(L), g))
+    y = triangular_solve_p.bind(L, p, left_side=True, lower=True, transpose_a=True,
+                                unit_diagonal=False)
+    s = triangular_solve_p.bind(L, y, left_side=False, lower=True, transpose_a=False,
+                                unit_diagonal=False)
+    return (add_p.bind(_tril(s), _tril(_mT(s), -1)),)
+
+
+cholesky_p = Primitive("cholesky", abstract_eval=_cholesky_shape,
+                       impl=checked(_cholesky_shape, np.linalg.cholesky),
+                       jvp=_cholesky_jvp, vjp=_cholesky_vjp)
+cholesky_p.batch = _leading_batch_rule(cholesky_p)
+
+
+def cholesky(x, *, symmetrize_input=True):
+    """The lower Cholesky factor of a symmetric positive-definite x (lax.linalg's).
+    With symmetrize_input, factors (x + x^T) / 2; otherwise reads x's lower triangle."""
+    if symmetrize_input:
+        x = div_p.bind(add_p.bind(x, _mT(x)), np.asarray(2, x.dtype))
+    return cholesky_p.bind(x)
+
+
+# --------------------------------------------------------------------------- solve
+
+def _solve_shape(a, b):
+    _check_square("solve", a)
+    _check_rhs("solve", a, b, -2)
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _solve_jvp(primals, tangents):
+    a, b = primals
+    ta, tb = tangents
+    x = solve_p.bind(a, b)
+    rhs = tb
+    if ta is not None:
+        moved = _mm(ta, x)
+        rhs = neg_p.bind(moved) if rhs is None else sub_p.bind(rhs, moved)
+    return x, solve_p.bind(a, rhs)
+
+
+def _solve_vjp(g, x, a, b):
+    ct_b = solve_p.bind(_mT(a), g)
+    return neg_p.bind(_mm(ct_b, _mT(x))), ct_b
+
+
+solve_p = Primitive("solve", abstract_eval=_solve_shape,
+                    impl=checked(_solve_shape, np.linalg.solve),
+                    jvp=_solve_jvp, vjp=_solve_vjp)
+solve_p.batch = _leading_batch_rule(solve_p)
+
+
+def solve(a, b):
+    """x with a x = b for square a (..., n, n) and b (..., n, k) of the same leading shape."""
+    return solve_p.bind(a, b)
+
+
+def inv(a):
+    """a^-1 as solve(a, I), so its derivatives are solve's."""
+    return solve_p.bind(a, _eye(a))
+
+
+# --------------------------------------------------------------------------- slogdet, det
+
+def _det_shape(name, multiple):
+    def abstract_eval(a):
+        _check_square(name, a)
+        out = ShapedArray(a.shape[:-2], a.dtype)
+        return [out, out] if multiple else out
+    return abstract_eval
+
+
+def _slogdet_impl(a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return [np.asarray(sign, a.dtype), np.asarray(logabsdet, a.dtype)]
+
+
+def _slogdet_jvp(primals, tangents):
+    a, = primals
+    ta, = tangents
+    sign, logabsdet = slogdet_p.bind(a)
+    return [sign, logabsdet], [None, _trace(solve_p.bind(a, ta))]
+
+
+def _slogdet_vjp(cts, outs, a):
+    g = cts[1]      # the sign is piecewise constant
+    return (None if g is None else _times_each(g, _inv_transpose(a)),)
+
+
+slogdet_p = Primitive("slogdet", abstract_eval=_det_shape("slogdet", True),
+                      impl=checked(_det_shape("slogdet", True), _slogdet_impl),
+                      jvp=_slogdet_jvp, vjp=_slogdet_vjp, multiple_results=True)
+slogdet_p.batch = _leading_batch_rule(slogdet_p)
+
+
+def slogdet(a):
+    """(sign, log|det a|), by LU factorization."""
+    sign, logabsdet = slogdet_p.bind(a)
+    return sign, logabsdet
+
+
+det_p = Primitive(
+    "det", abstract_eval=_det_shape("det", False),
+    impl=checked(_det_shape("det", False), lambda a: np.asarray(np.linalg.det(a), a.dtype)),
+    jvp=lambda primals, tangents: (
+        det_p.bind(primals[0]),
+        mul_p.bind(det_p.bind(primals[0]), _trace(solve_p.bind(primals[0], tangents[0])))),
+    vjp=lambda g, out, a: (_times_each(mul_p.bind(g, out), _inv_transpose(a)),))
+det_p.batch = _leading_batch_rule(det_p)
+
+
+def det(a):
+    return det_p.bind(a)

@@ -163,7 +163,8 @@ def _slice_shape(x, start_indices, limit_indices, strides):
 
 
 def _slice_impl(x, start_indices, limit_indices, strides):
-    return x[tuple(slice(s, l, st) for s, l, st in zip(start_indices, limit_indices, strides))]
+    return x[tuple(builtins.slice(s, l, st)
+                   for s, l, st in zip(start_indices, limit_indices, strides))]
 
 
 def _slice_transpose(g, x, start_indices, limit_indices, strides):

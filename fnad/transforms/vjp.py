@@ -9,7 +9,8 @@ differentiate, batch or stage) the backward pass itself.
 """
 import numpy as np
 
-from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
+from ..core import (Trace, Tracer, use_trace, current_trace, bind_custom, EVAL, _wrap,
+                    _concrete_operand)
 from ..array import Array
 from ..errors import GradientError
 from ..tree_util import tree_flatten, tree_unflatten
@@ -19,42 +20,43 @@ from ._util import (flatten_fun_output, check_float_input, zeros_like, as_value,
 
 class Node:
     """One step of the tape. `rule(cotangent, out, *args, **params)` returns one
-    cotangent per arg; `parents[i]` is the tracer args[i] came from, or None."""
-    __slots__ = ("rule", "params", "args", "out", "parents", "multiple")
+    cotangent per arg; `parents[i]` is the tracer args[i] came from, or None.
+    For a selective rule, `needed` lists which args want a cotangent; the rule is
+    passed it and skips the work for the others. It is None for other rules."""
+    __slots__ = ("rule", "params", "args", "out", "parents", "multiple", "needed")
 
-    def __init__(self, rule, params, args, out, parents, multiple):
+    def __init__(self, rule, params, args, out, parents, multiple, needed=None):
         self.rule = rule
         self.params = params
         self.args = args
         self.out = out
         self.parents = parents
         self.multiple = multiple
+        self.needed = needed
 
 
 class VJPTracer(Tracer):
-    __slots__ = ("primal", "node", "index")
+    # shape and dtype are copied from the primal: operators read them on every op.
+    __slots__ = ("primal", "node", "index", "shape", "dtype")
 
     def __init__(self, trace, primal, node, index=None):
         self._trace = trace
         self.primal = primal
         self.node = node
         self.index = index      # which output of a multiple-result node
+        self.shape = primal.shape
+        self.dtype = primal.dtype
 
     @property
     def aval(self):
         return self.primal.aval
 
-    @property
-    def shape(self):
-        return self.primal.shape
-
-    @property
-    def dtype(self):
-        return self.primal.dtype
-
     def concrete(self):
         p = self.primal
         return p.concrete() if isinstance(p, Tracer) else p
+
+
+_new = object.__new__
 
 
 class VJPTrace(Trace):
@@ -63,6 +65,8 @@ class VJPTrace(Trace):
     def __init__(self, parent):
         super().__init__(parent)
         self.tape = []
+        if parent is EVAL:      # skip a dispatch per op
+            self.process = self.process_concrete
 
     def split(self, args):
         primals, parents, tracked = [], [], False
@@ -76,12 +80,17 @@ class VJPTrace(Trace):
                 parents.append(None)
         return primals, parents, tracked
 
-    def record(self, rule, params, args, out, parents, multiple):
-        node = Node(rule, params, args, out, parents, multiple)
+    def record(self, rule, params, args, out, parents, multiple, selective=False,
+               primal_out=None):
+        """Append a node; primal_out is what the tracers carry when it differs from
+        the `out` the rule is given."""
+        needed = [p is not None for p in parents] if selective else None
+        node = Node(rule, params, args, out, parents, multiple, needed)
         self.tape.append(node)
+        primal_out = out if primal_out is None else primal_out
         if multiple:
-            return [self.track(o, node, i) for i, o in enumerate(out)]
-        return self.track(out, node)
+            return [self.track(o, node, i) for i, o in enumerate(primal_out)]
+        return self.track(primal_out, node)
 
     def track(self, value, node, index=None):
         # Integer and boolean results carry no derivative: leave them untracked.
@@ -94,10 +103,43 @@ class VJPTrace(Trace):
 
     def process(self, prim, args, params):
         primals, parents, tracked = self.split(args)
-        out = self.bind_in_parent(prim, primals, params)
+        out = self.parent.process(prim, primals, params)
         if not tracked:
             return out
-        return self.record(prim.vjp, params, primals, out, parents, prim.multiple_results)
+        return self.record(prim.vjp, params, primals, out, parents, prim.multiple_results,
+                           prim.selective_vjp)
+
+    def process_concrete(self, prim, args, params):
+        """process when the parent is plain evaluation. The node keeps the raw numpy
+        values, so the backward pass (if it too runs outside any transform) works on
+        numpy end to end: each rule op is a numpy call, not a dispatch."""
+        values, parents, needed, tracked = [], [], [], False
+        for a in args:
+            if type(a) is VJPTracer and a._trace is self:
+                values.append(a.primal._value)
+                parents.append(a)
+                needed.append(True)
+                tracked = True
+            else:
+                values.append(a._value if type(a) is Array else _concrete_operand(prim, a))
+                parents.append(None)
+                needed.append(False)
+        if not tracked:
+            return prim.eval(args, params)
+        out = prim.run(values, params, args)
+        if prim.multiple_results:
+            return self.record(prim.vjp, params, values, out, parents, True,
+                               prim.selective_vjp, [_wrap(o) for o in out])
+        node = Node(prim.vjp, params, values, out, parents, False,
+                    needed if prim.selective_vjp else None)
+        self.tape.append(node)
+        primal = _wrap(out)
+        if primal._value.dtype.kind != "f":
+            return primal
+        tracer = _new(VJPTracer)
+        tracer._trace, tracer.primal, tracer.node, tracer.index = self, primal, node, None
+        tracer.shape, tracer.dtype = primal._value.shape, primal._value.dtype
+        return tracer
 
     def process_custom(self, rules, args):
         primals, parents, tracked = self.split(args)
@@ -131,7 +173,10 @@ def backward(tape, seeds):
         if node.rule is None:
             grads[node] = ct
             continue
-        arg_cts = node.rule(ct, node.out, *node.args, **node.params)
+        if node.needed is not None:
+            arg_cts = node.rule(ct, node.out, *node.args, needed=node.needed, **node.params)
+        else:
+            arg_cts = node.rule(ct, node.out, *node.args, **node.params)
         for parent, c in zip(node.parents, arg_cts):
             if parent is not None and c is not None:
                 _accumulate(cts, parent, c)
@@ -178,10 +223,11 @@ def vjp(fun, *primals, has_aux=False):
                 raise ValueError(f"vjp: cotangent {i} has shape {tuple(c.shape)} but the "
                                  f"output has shape {tuple(o.shape)}")
             if type(o) is VJPTracer and o._trace is trace:
-                seeds.append((o, c))
+                seeds.append((o, c._value if type(c) is Array else c))
         grads = backward(trace.tape, seeds)
         flat_grads = [grads.get(x.node) if type(x) is VJPTracer else None for x in inputs]
-        flat_grads = [zeros_like(x) if g is None else g for g, x in zip(flat_grads, flat_in)]
+        flat_grads = [zeros_like(x) if g is None else _as_fnad(g)
+                      for g, x in zip(flat_grads, flat_in)]
         return tree_unflatten(tree_in, flat_grads)
 
     result = (tree_unflatten(tree_out, primals_out), vjp_fn)
@@ -189,6 +235,14 @@ def vjp(fun, *primals, has_aux=False):
         aux_leaves, aux_tree = tree_flatten(aux)
         return result + (tree_unflatten(aux_tree, [_primal(trace, a) for a in aux_leaves]),)
     return result
+
+
+def _as_fnad(g):
+    # Rules run on raw numpy values return numpy arrays: fresh, or values of
+    # immutable Arrays, so wrapping without a copy is safe.
+    if isinstance(g, (np.ndarray, np.generic)):
+        return _wrap(g)
+    return g
 
 
 def _primal(trace, x):
