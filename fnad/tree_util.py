@@ -45,6 +45,8 @@ def _node_def(x):
     nodedef = _registry.get(type(x))
     if nodedef is not None:
         return nodedef
+    if not isinstance(x, (tuple, dict)):
+        return None
     if isinstance(x, tuple) and hasattr(type(x), "_fields"):
         cls = type(x)
         return PyTreeNodeDef(lambda t: (list(t), None), lambda _, c, cls=cls: cls(*c))
@@ -55,7 +57,7 @@ def _node_def(x):
 
 class PyTreeDef:
     """The structure of a pytree: node types and aux data, with leaves left out."""
-    __slots__ = ("node_type", "aux", "children", "num_leaves", "_hash")
+    __slots__ = ("node_type", "aux", "children", "num_leaves", "_hash", "_key_cache")
 
     def __init__(self, node_type, aux, children):
         self.node_type = node_type      # None for a leaf
@@ -64,6 +66,7 @@ class PyTreeDef:
         self.num_leaves = (1 if node_type is None
                            else sum(c.num_leaves for c in children))
         self._hash = None
+        self._key_cache = None
 
     @property
     def num_nodes(self):
@@ -73,10 +76,13 @@ class PyTreeDef:
         return tree_unflatten(self, leaves)
 
     def _key(self):
-        return (self.node_type, self.aux, tuple(c._key() for c in self.children))
+        if self._key_cache is None:
+            self._key_cache = (self.node_type, self.aux,
+                               tuple(c._key() for c in self.children))
+        return self._key_cache
 
     def __eq__(self, other):
-        return isinstance(other, PyTreeDef) and self._key() == other._key()
+        return self is other or (isinstance(other, PyTreeDef) and self._key() == other._key())
 
     def __hash__(self):
         if self._hash is None:

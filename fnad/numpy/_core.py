@@ -52,10 +52,10 @@ def dtype_of(x):
 
 
 def astype(x, dtype):
-    dtype = dtypes.check_supported(dtype)
     x = as_operand(x)
     if x.dtype == dtype:
         return x
+    dtype = dtypes.check_supported(dtype)
     return convert_element_type_p.bind(x, new_dtype=dtype)
 
 
@@ -87,6 +87,25 @@ def promote(*args):
     return out
 
 
+_constants = {}
+
+
+def scalar_constant(value, dtype):
+    """A read-only 0-d array for a Python scalar: numpy combines 0-d arrays with arrays
+    faster than numpy scalars, and the small cache saves building one per op."""
+    if value == 0:      # 0.0 and -0.0 are equal as keys but not as values
+        return np.array(value, dtype)
+    key = (value, type(value), dtype)
+    c = _constants.get(key)
+    if c is None:
+        if len(_constants) > 512:
+            _constants.clear()
+        c = np.array(value, dtype)
+        c.flags.writeable = False
+        _constants[key] = c
+    return c
+
+
 def promote_pair(x, y):
     """promote for two operands, with fast paths for the common cases: two values of
     one dtype, and a value with a Python scalar of a kind its dtype can hold."""
@@ -99,12 +118,12 @@ def promote_pair(x, y):
         if tx is Array or isinstance(x, Tracer):
             dtype = x.dtype
             if dtype.kind == "f" or (ty is int and dtype.kind in "iu"):
-                return x, dtype.type(y)
+                return x, scalar_constant(y, dtype)
     elif tx is float or tx is int:
         if ty is Array or isinstance(y, Tracer):
             dtype = y.dtype
             if dtype.kind == "f" or (tx is int and dtype.kind in "iu"):
-                return dtype.type(x), y
+                return scalar_constant(x, dtype), y
     elif (tx is Array or isinstance(x, Tracer)) and (ty is Array or isinstance(y, Tracer)):
         if x.dtype == y.dtype:
             return x, y

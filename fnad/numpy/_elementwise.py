@@ -167,7 +167,11 @@ def log10(x):
 def logaddexp(x, y):
     x, y = promote_inexact(x, y)
     m = maximum(x, y)
-    return m + log1p(exp(-abs(x - y)))
+    # Equal infinities would make x - y NaN; their difference is taken as 0 instead
+    # (the inner where keeps the unused branch free of NaN, and of its warning).
+    equal = x == y
+    delta = where(equal, 0, x - where(equal, 0, y))
+    return m + log1p(exp(-abs(delta)))
 
 
 def floor_divide(x, y):
@@ -268,16 +272,21 @@ def hypot(x, y):
 
 def heaviside(x, h0):
     x, h0 = promote(x, h0)
-    return where(x < 0, 0 * x, where(x > 0, 1 + 0 * x, h0))
+    zero, one = np.zeros((), x.dtype), np.ones((), x.dtype)
+    return where(x < 0, zero, where(x > 0, one, h0))
 
 
 def signbit(x):
-    return as_operand(x) < 0
+    x = as_operand(x)
+    if x.dtype.kind != "f":
+        return x < 0
+    # x < 0 misses -0.0; atan2(x, -1) is -pi for x = -0.0 and pi for +0.0.
+    return arctan2(x, -1) < 0
 
 
 def copysign(x, y):
     x, y = promote_inexact(x, y)
-    return where(y < 0, -abs(x), abs(x))
+    return where(signbit(y), -abs(x), abs(x))
 
 
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):

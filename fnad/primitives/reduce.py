@@ -40,7 +40,7 @@ def _as(mask, like):
 
 reduce_sum_p = Primitive(
     "reduce_sum", abstract_eval=_reduced_shape("reduce_sum"),
-    impl=lambda x, axes: np.sum(x, axis=axes, dtype=x.dtype),
+    impl=lambda x, axes: np.add.reduce(x, axis=axes, dtype=x.dtype),
     jvp=lambda primals, tangents, axes: (reduce_sum(primals[0], axes),
                                          reduce_sum(tangents[0], axes)),
     vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes),))
@@ -107,7 +107,7 @@ def _product_of_others(x, axes):
 
 reduce_prod_p = Primitive(
     "reduce_prod", abstract_eval=_reduced_shape("reduce_prod"),
-    impl=lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype),
+    impl=lambda x, axes: np.multiply.reduce(x, axis=axes, dtype=x.dtype),
     jvp=lambda primals, tangents, axes: (
         reduce_prod(primals[0], axes),
         reduce_sum(tangents[0] * _product_of_others(primals[0], axes), axes)),

@@ -42,7 +42,19 @@ def _broadcast_in_dim_impl(x, shape, broadcast_dimensions):
     expanded = [1] * len(shape)
     for i, d in enumerate(broadcast_dimensions):
         expanded[d] = x.shape[i]
-    return np.broadcast_to(x.reshape(expanded), shape)
+    x = x.reshape(expanded)
+    if _size(shape) > 1 << 16:
+        return np.broadcast_to(x, shape)    # a view: no copy of a large array
+    out = np.empty(shape, x.dtype)          # for small arrays copying beats the
+    np.copyto(out, x)                       # several-microsecond cost of broadcast_to
+    return out
+
+
+def _size(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _broadcast_in_dim_transpose(g, x, shape, broadcast_dimensions):

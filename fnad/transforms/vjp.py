@@ -196,11 +196,11 @@ def _accumulate(cts, tracer, ct):
         cts[node] = ct if prev is None else prev + ct
 
 
-def vjp(fun, *primals, has_aux=False):
-    """(fun(*primals), vjp_fn) where vjp_fn(cotangent) gives one cotangent per primal."""
+def _trace_forward(fun, primals, has_aux, transform):
+    """Run fun under a new tape. Returns what the pullback needs and the outputs."""
     flat_in, tree_in = tree_flatten(primals)
     trace = VJPTrace(current_trace())
-    flat_in = [check_float_input(x, "vjp", f"input {i}") for i, x in enumerate(flat_in)]
+    flat_in = [check_float_input(x, transform, f"input {i}") for i, x in enumerate(flat_in)]
     inputs = [trace.new_input(x) for x in flat_in]
     try:
         with use_trace(trace):
@@ -209,32 +209,41 @@ def vjp(fun, *primals, has_aux=False):
         trace.alive = False
     out, aux = (out if has_aux else (out, None))
     flat_out, tree_out = flatten_fun_output(out)
-    primals_out = [_primal(trace, o) for o in flat_out]
+    if has_aux:
+        aux_leaves, aux_tree = tree_flatten(aux)
+        aux = tree_unflatten(aux_tree, [_primal(trace, a) for a in aux_leaves])
+    return trace, flat_in, tree_in, inputs, flat_out, tree_out, aux
+
+
+def _pullback(trace, flat_in, inputs, flat_out, flat_ct):
+    """Cotangents of the flat inputs, given those of the flat outputs."""
+    seeds = []
+    for i, (o, c) in enumerate(zip(flat_out, flat_ct)):
+        c = as_value(c, f"cotangent {i}")
+        if c.shape != o.shape:
+            raise ValueError(f"vjp: cotangent {i} has shape {tuple(c.shape)} but the "
+                             f"output has shape {tuple(o.shape)}")
+        if type(o) is VJPTracer and o._trace is trace:
+            seeds.append((o, c._value if type(c) is Array else c))
+    grads = backward(trace.tape, seeds)
+    return [_as_fnad(grads[x.node]) if type(x) is VJPTracer and x.node in grads
+            else zeros_like(x) for x in inputs]
+
+
+def vjp(fun, *primals, has_aux=False):
+    """(fun(*primals), vjp_fn) where vjp_fn(cotangent) gives one cotangent per primal."""
+    trace, flat_in, tree_in, inputs, flat_out, tree_out, aux = _trace_forward(
+        fun, primals, has_aux, "vjp")
 
     def vjp_fn(cotangent):
         flat_ct, tree_ct = tree_flatten(cotangent)
         if tree_ct != tree_out:
             raise ValueError(f"vjp: the cotangent's structure {tree_ct} differs from the "
                              f"output's {tree_out}")
-        seeds = []
-        for i, (o, c) in enumerate(zip(flat_out, flat_ct)):
-            c = as_value(c, f"cotangent {i}")
-            if tuple(c.shape) != tuple(o.shape):
-                raise ValueError(f"vjp: cotangent {i} has shape {tuple(c.shape)} but the "
-                                 f"output has shape {tuple(o.shape)}")
-            if type(o) is VJPTracer and o._trace is trace:
-                seeds.append((o, c._value if type(c) is Array else c))
-        grads = backward(trace.tape, seeds)
-        flat_grads = [grads.get(x.node) if type(x) is VJPTracer else None for x in inputs]
-        flat_grads = [zeros_like(x) if g is None else _as_fnad(g)
-                      for g, x in zip(flat_grads, flat_in)]
-        return tree_unflatten(tree_in, flat_grads)
+        return tree_unflatten(tree_in, _pullback(trace, flat_in, inputs, flat_out, flat_ct))
 
-    result = (tree_unflatten(tree_out, primals_out), vjp_fn)
-    if has_aux:
-        aux_leaves, aux_tree = tree_flatten(aux)
-        return result + (tree_unflatten(aux_tree, [_primal(trace, a) for a in aux_leaves]),)
-    return result
+    result = (tree_unflatten(tree_out, [_primal(trace, o) for o in flat_out]), vjp_fn)
+    return result + (aux,) if has_aux else result
 
 
 def _as_fnad(g):
@@ -253,7 +262,6 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     """fun's value and its gradient with respect to the arguments named by argnums."""
     def value_and_grad_fun(*args, **kwargs):
         single, nums = normalize_argnums(argnums, len(args), "grad")
-        diff_args = tuple(args[i] for i in nums)
 
         def restricted(*diff):
             full = list(args)
@@ -261,12 +269,15 @@ def value_and_grad(fun, argnums=0, has_aux=False):
                 full[i] = d
             return fun(*full, **kwargs)
 
-        _check_grad_inputs(diff_args, nums)
-        result = vjp(restricted, *diff_args, has_aux=has_aux)
-        out, pullback = result[0], result[1]
-        out_leaf = _check_scalar_output(out)
-        grads = pullback(Array(np.ones((), out_leaf.dtype)))
-        value = (out, result[2]) if has_aux else out
+        trace, flat_in, tree_in, inputs, flat_out, tree_out, aux = _trace_forward(
+            restricted, tuple(args[i] for i in nums), has_aux, "grad")
+        out_leaf = _check_scalar_output(flat_out)
+        grads = tree_unflatten(tree_in, _pullback(trace, flat_in, inputs, flat_out,
+                                                  [np.ones((), out_leaf.dtype)]))
+        value = _primal(trace, out_leaf)
+        if tree_out.node_type is not None:
+            value = tree_unflatten(tree_out, [value])
+        value = (value, aux) if has_aux else value
         return value, (grads[0] if single else grads)
 
     _copy_name(value_and_grad_fun, fun, "value_and_grad")
@@ -285,21 +296,7 @@ def grad(fun, argnums=0, has_aux=False):
     return grad_fun
 
 
-def _check_grad_inputs(diff_args, nums):
-    for n, a in zip(nums, diff_args):
-        for leaf in tree_flatten(a)[0]:
-            dtype = getattr(leaf, "dtype", None)
-            if dtype is None:
-                dtype = np.asarray(leaf).dtype
-            if np.dtype(dtype).kind != "f":
-                raise GradientError(
-                    f"grad requires floating-point inputs, but argument {n} has a leaf of "
-                    f"dtype {np.dtype(dtype)} and shape {tuple(np.shape(leaf))}; pass it as a "
-                    f"float array, or leave it out of argnums")
-
-
-def _check_scalar_output(out):
-    leaves, _ = tree_flatten(out)
+def _check_scalar_output(leaves):
     if len(leaves) != 1:
         raise GradientError(f"grad requires a function with one scalar output, got a "
                             f"pytree with {len(leaves)} leaves; use vjp or jacrev")
