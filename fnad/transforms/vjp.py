@@ -22,7 +22,9 @@ class Node:
     """One step of the tape. `rule(cotangent, out, *args, **params)` returns one
     cotangent per arg; `parents[i]` is the tracer args[i] came from, or None.
     For a selective rule, `needed` lists which args want a cotangent; the rule is
-    passed it and skips the work for the others. It is None for other rules."""
+    passed it and skips the work for the others. It is None for other rules.
+    Single-result steps are stored in their VJPTracer itself; this class holds the
+    steps with several results, whose tracers point at it."""
     __slots__ = ("rule", "params", "args", "out", "parents", "multiple", "needed")
 
     def __init__(self, rule, params, args, out, parents, multiple, needed=None):
@@ -36,16 +38,19 @@ class Node:
 
 
 class VJPTracer(Tracer):
-    # shape and dtype are copied from the primal: operators read them on every op.
-    __slots__ = ("primal", "node", "index", "shape", "dtype")
+    """A tracked value. `out` is its value as the rules see it (raw numpy when the
+    trace's parent is plain evaluation); `primal` is the fnad value. For a
+    single-result step the tracer is also the tape entry (`node` is None)."""
+    __slots__ = ("rule", "params", "args", "out", "parents", "needed",
+                 "node", "index", "shape", "dtype", "_primal")
+    multiple = False
 
-    def __init__(self, trace, primal, node, index=None):
-        self._trace = trace
-        self.primal = primal
-        self.node = node
-        self.index = index      # which output of a multiple-result node
-        self.shape = primal.shape
-        self.dtype = primal.dtype
+    @property
+    def primal(self):
+        p = self._primal
+        if p is None:
+            p = self._primal = _wrap(self.out)
+        return p
 
     @property
     def aval(self):
@@ -57,6 +62,14 @@ class VJPTracer(Tracer):
 
 
 _new = object.__new__
+
+
+def _tracer(trace, out, primal, rule, params, args, parents, needed, node=None, index=None):
+    t = _new(VJPTracer)
+    t._trace, t.out, t._primal, t.node, t.index = trace, out, primal, node, index
+    t.rule, t.params, t.args, t.parents, t.needed = rule, params, args, parents, needed
+    t.shape, t.dtype = out.shape, out.dtype
+    return t
 
 
 class VJPTrace(Trace):
@@ -82,24 +95,25 @@ class VJPTrace(Trace):
 
     def record(self, rule, params, args, out, parents, multiple, selective=False,
                primal_out=None):
-        """Append a node; primal_out is what the tracers carry when it differs from
-        the `out` the rule is given."""
+        """Append a step to the tape and return its tracked results. primal_out is
+        what the tracers carry when it differs from the `out` the rule is given."""
         needed = [p is not None for p in parents] if selective else None
-        node = Node(rule, params, args, out, parents, multiple, needed)
-        self.tape.append(node)
         primal_out = out if primal_out is None else primal_out
-        if multiple:
-            return [self.track(o, node, i) for i, o in enumerate(primal_out)]
-        return self.track(primal_out, node)
-
-    def track(self, value, node, index=None):
-        # Integer and boolean results carry no derivative: leave them untracked.
-        if value.dtype.kind != "f":
-            return value
-        return VJPTracer(self, value, node, index)
+        if not multiple:
+            if out.dtype.kind != "f":   # integers and booleans carry no derivative
+                return primal_out
+            t = _tracer(self, out, primal_out, rule, params, args, parents, needed)
+            self.tape.append(t)
+            return t
+        node = Node(rule, params, args, out, parents, True, needed)
+        self.tape.append(node)
+        return [_tracer(self, o, p, None, None, None, None, None, node, i)
+                if o.dtype.kind == "f" else p
+                for i, (o, p) in enumerate(zip(out, primal_out))]
 
     def new_input(self, value):
-        return self.record(None, None, (), value, (), False)
+        out = value._value if self.parent is EVAL and type(value) is Array else value
+        return self.record(None, None, (), out, (), False, primal_out=value)
 
     def process(self, prim, args, params):
         primals, parents, tracked = self.split(args)
@@ -110,13 +124,13 @@ class VJPTrace(Trace):
                            prim.selective_vjp)
 
     def process_concrete(self, prim, args, params):
-        """process when the parent is plain evaluation. The node keeps the raw numpy
+        """process when the parent is plain evaluation. The tape keeps the raw numpy
         values, so the backward pass (if it too runs outside any transform) works on
         numpy end to end: each rule op is a numpy call, not a dispatch."""
         values, parents, needed, tracked = [], [], [], False
         for a in args:
             if type(a) is VJPTracer and a._trace is self:
-                values.append(a.primal._value)
+                values.append(a.out)
                 parents.append(a)
                 needed.append(True)
                 tracked = True
@@ -128,18 +142,17 @@ class VJPTrace(Trace):
             return prim.eval(args, params)
         out = prim.run(values, params, args)
         if prim.multiple_results:
+            out = [o if type(o) is np.ndarray else np.asarray(o) for o in out]
             return self.record(prim.vjp, params, values, out, parents, True,
                                prim.selective_vjp, [_wrap(o) for o in out])
-        node = Node(prim.vjp, params, values, out, parents, False,
+        if type(out) is not np.ndarray:
+            out = np.asarray(out)
+        if out.dtype.kind != "f":
+            return _wrap(out)
+        t = _tracer(self, out, None, prim.vjp, params, values, parents,
                     needed if prim.selective_vjp else None)
-        self.tape.append(node)
-        primal = _wrap(out)
-        if primal._value.dtype.kind != "f":
-            return primal
-        tracer = _new(VJPTracer)
-        tracer._trace, tracer.primal, tracer.node, tracer.index = self, primal, node, None
-        tracer.shape, tracer.dtype = primal._value.shape, primal._value.dtype
-        return tracer
+        self.tape.append(t)
+        return t
 
     def process_custom(self, rules, args):
         primals, parents, tracked = self.split(args)
@@ -147,31 +160,35 @@ class VJPTrace(Trace):
             if not tracked:
                 return bind_custom(rules, primals)
             outs, residuals = rules.fwd(primals)
-        # The node's args are the residuals; its parents are still the primal inputs,
+        raw = [o._value if type(o) is Array else o for o in outs] if self.parent is EVAL \
+            else outs
+        # The step's args are the residuals; its parents are still the primal inputs,
         # matching the one cotangent per input that bwd returns.
-        return self.record(_custom_rule(rules.bwd), {}, residuals, outs, parents, True)
+        return self.record(_custom_rule(rules.bwd), {}, residuals, raw, parents, True,
+                           primal_out=outs)
 
 
 def _custom_rule(bwd):
+    # User code gets fnad values, never the raw numpy the tape may hold.
     def rule(cotangents, outs, *residuals):
-        cts = [zeros_like(o) if c is None else c for c, o in zip(cotangents, outs)]
+        cts = [zeros_like(o) if c is None else _as_fnad(c) for c, o in zip(cotangents, outs)]
         return bwd(residuals, cts)
     return rule
 
 
 def backward(tape, seeds):
     """Run the tape backwards from `seeds` [(tracer, cotangent)]; returns the
-    node -> cotangent map for the input nodes."""
+    cotangents of the input tracers, keyed by id."""
     cts = {}
     for tracer, ct in seeds:
         _accumulate(cts, tracer, ct)
     grads = {}
     for node in reversed(tape):
-        ct = cts.pop(node, None)
+        ct = cts.pop(id(node), None)
         if ct is None:
             continue
         if node.rule is None:
-            grads[node] = ct
+            grads[id(node)] = ct
             continue
         if node.needed is not None:
             arg_cts = node.rule(ct, node.out, *node.args, needed=node.needed, **node.params)
@@ -185,15 +202,16 @@ def backward(tape, seeds):
 
 def _accumulate(cts, tracer, ct):
     node = tracer.node
-    if node.multiple:
-        slots = cts.get(node)
+    if node is None:
+        key = id(tracer)
+        prev = cts.get(key)
+        cts[key] = ct if prev is None else prev + ct
+    else:
+        slots = cts.get(id(node))
         if slots is None:
-            slots = cts[node] = [None] * len(node.out)
+            slots = cts[id(node)] = [None] * len(node.out)
         i = tracer.index
         slots[i] = ct if slots[i] is None else slots[i] + ct
-    else:
-        prev = cts.get(node)
-        cts[node] = ct if prev is None else prev + ct
 
 
 def _trace_forward(fun, primals, has_aux, transform):
@@ -226,8 +244,7 @@ def _pullback(trace, flat_in, inputs, flat_out, flat_ct):
         if type(o) is VJPTracer and o._trace is trace:
             seeds.append((o, c._value if type(c) is Array else c))
     grads = backward(trace.tape, seeds)
-    return [_as_fnad(grads[x.node]) if type(x) is VJPTracer and x.node in grads
-            else zeros_like(x) for x in inputs]
+    return [_as_fnad(grads[id(x)]) if id(x) in grads else zeros_like(x) for x in inputs]
 
 
 def vjp(fun, *primals, has_aux=False):
