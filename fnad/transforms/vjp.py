@@ -234,10 +234,10 @@ def _trace_forward(fun, primals, has_aux, transform):
 
 
 def _pullback(trace, flat_in, inputs, flat_out, flat_ct):
-    """Cotangents of the flat inputs, given those of the flat outputs."""
+    """Cotangents of the flat inputs, given those of the flat outputs (fnad values,
+    or numpy arrays that nothing will write to)."""
     seeds = []
     for i, (o, c) in enumerate(zip(flat_out, flat_ct)):
-        c = as_value(c, f"cotangent {i}")
         if c.shape != o.shape:
             raise ValueError(f"vjp: cotangent {i} has shape {tuple(c.shape)} but the "
                              f"output has shape {tuple(o.shape)}")
@@ -257,6 +257,7 @@ def vjp(fun, *primals, has_aux=False):
         if tree_ct != tree_out:
             raise ValueError(f"vjp: the cotangent's structure {tree_ct} differs from the "
                              f"output's {tree_out}")
+        flat_ct = [as_value(c, f"cotangent {i}") for i, c in enumerate(flat_ct)]
         return tree_unflatten(tree_in, _pullback(trace, flat_in, inputs, flat_out, flat_ct))
 
     result = (tree_unflatten(tree_out, [_primal(trace, o) for o in flat_out]), vjp_fn)
@@ -275,6 +276,9 @@ def _primal(trace, x):
     return x.primal if type(x) is VJPTracer and x._trace is trace else x
 
 
+_ONES = {}     # read-only unit cotangents, one per dtype
+
+
 def value_and_grad(fun, argnums=0, has_aux=False):
     """fun's value and its gradient with respect to the arguments named by argnums."""
     def value_and_grad_fun(*args, **kwargs):
@@ -289,8 +293,11 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         trace, flat_in, tree_in, inputs, flat_out, tree_out, aux = _trace_forward(
             restricted, tuple(args[i] for i in nums), has_aux, "grad")
         out_leaf = _check_scalar_output(flat_out)
-        grads = tree_unflatten(tree_in, _pullback(trace, flat_in, inputs, flat_out,
-                                                  [np.ones((), out_leaf.dtype)]))
+        seed = _ONES.get(out_leaf.dtype)
+        if seed is None:
+            seed = _ONES[out_leaf.dtype] = np.ones((), out_leaf.dtype)
+            seed.flags.writeable = False
+        grads = tree_unflatten(tree_in, _pullback(trace, flat_in, inputs, flat_out, [seed]))
         value = _primal(trace, out_leaf)
         if tree_out.node_type is not None:
             value = tree_unflatten(tree_out, [value])
