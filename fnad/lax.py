@@ -84,3 +84,7 @@ def argmin(x, axis, index_dtype):
     from .primitives.reduce import argmin_p
     import numpy as np
     return argmin_p.bind(x, axis=int(axis), index_dtype=np.dtype(index_dtype))
+
+
+from .primitives.sort import sort, sort_key_val, argsort  # noqa: E402,F401
+from . import lax_linalg as linalg  # noqa: E402,F401

@@ -60,7 +60,14 @@ METHODS = {
     "astype": astype, "clip": E.clip, "round": E.round, "dot": P.dot,
     "diagonal": P.diagonal, "trace": P.trace,
     "copy": lambda self: self,
+    "sort": lambda self, axis=-1: _sorting().sort(self, axis),
+    "argsort": lambda self, axis=-1: _sorting().argsort(self, axis),
 }
+
+
+def _sorting():
+    from . import _sorting
+    return _sorting
 
 PROPERTIES = {
     "T": lambda self: S.transpose(self),
