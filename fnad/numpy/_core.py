@@ -20,6 +20,8 @@ def asarray(a, dtype=None, copy=None):
         if any(isinstance(x, (Array, Tracer)) for x in a):
             from ._shapes import stack
             return stack([asarray(x, dtype) for x in a])
+        if dtype is None:
+            dtype = _sequence_dtype(a)
         value = np.array(a, dtype=dtype)
         if dtype is None:
             value = value.astype(_default_for_python_sequence(value.dtype), copy=False)
@@ -30,6 +32,28 @@ def asarray(a, dtype=None, copy=None):
 
 
 array = asarray
+
+
+def _sequence_dtype(seq):
+    """The dtype of a nested sequence holding typed values: theirs, with the Python
+    scalars beside them weak (None when there are only Python scalars)."""
+    leaves, typed = [], []
+    stack = [seq]
+    while stack:
+        for x in stack.pop():
+            if isinstance(x, (list, tuple)):
+                stack.append(x)
+            elif isinstance(x, (np.ndarray, np.generic, Array)):
+                typed.append(x.dtype)
+            else:
+                leaves.append(x)
+    if not typed:
+        return None
+    dtype = np.result_type(*typed)
+    for x in leaves:
+        if type(x) in (int, float, bool):
+            dtype = dtypes.weak_result_dtype(dtype, x)
+    return dtype
 
 
 def _default_for_python_sequence(dtype):

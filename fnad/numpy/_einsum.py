@@ -26,7 +26,7 @@ def einsum(subscripts, *operands, optimize="greedy", precision=None):
     if not isinstance(subscripts, str):
         subscripts, operands = _from_sublists(subscripts, *operands)
     operands = promote(*operands) if operands else []
-    inputs, output = _parse(subscripts, [np.ndim(x) for x in operands])
+    inputs, output = _parse(subscripts, [x.ndim for x in operands])
     sizes = _label_sizes(subscripts, inputs, operands)
     terms = [_prepare(x, labels, sizes) for x, labels in zip(operands, inputs)]
     terms = [_sum_private_labels(t, terms, output) for t in terms]
@@ -108,11 +108,11 @@ def _labels(term, n_here, n_ellipsis):
 def _label_sizes(subscripts, inputs, operands):
     sizes = {}
     for labels, x in zip(inputs, operands):
-        for lab, n in zip(labels, np.shape(x)):
+        for lab, n in zip(labels, x.shape):
             if sizes.get(lab, 1) not in (1, n) and n != 1:
-                raise ShapeError(f"einsum: subscript {_name(lab)} of {subscripts!r} has "
-                                 f"sizes {sizes[lab]} and {n} in different operands "
-                                 f"(shapes {', '.join(str(np.shape(o)) for o in operands)})")
+                raise ShapeError(f"einsum: subscript {_name(lab)} of {subscripts!r} stands "
+                                 f"for axes of sizes {sizes[lab]} and {n} (operand shapes "
+                                 f"{', '.join(str(tuple(o.shape)) for o in operands)})")
             sizes[lab] = max(sizes.get(lab, 1), n)
     return sizes
 

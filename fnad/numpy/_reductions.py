@@ -1,6 +1,7 @@
 """numpy's reductions and scans over the reduction primitives."""
 import numpy as np
 
+from ..array import Array
 from ..primitives import reduce as R
 from ..primitives import shape as S
 from ._core import as_operand, astype, normalize_axes, normalize_axis, promote_inexact
@@ -48,11 +49,22 @@ amax, amin = max, min
 
 
 def all(a, axis=None, keepdims=False):  # noqa: A001
-    return min(astype(a, np.bool_), axis, keepdims)
+    return _logical(min, True, a, axis, keepdims)
 
 
 def any(a, axis=None, keepdims=False):  # noqa: A001
-    return max(astype(a, np.bool_), axis, keepdims)
+    return _logical(max, False, a, axis, keepdims)
+
+
+def _logical(reduction, empty_value, a, axis, keepdims):
+    a = astype(a, np.bool_)
+    axes = normalize_axes(axis, a.ndim)
+    if 0 in [a.shape[i] for i in axes]:
+        # min and max of nothing are undefined, but all and any have an identity.
+        kept = R.keepdims_shape(a.shape, axes) if keepdims else tuple(
+            n for i, n in enumerate(a.shape) if i not in axes)
+        return Array(np.full(kept, empty_value))
+    return reduction(a, axis, keepdims)
 
 
 def _count(shape, axes):

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import ShapeError, DTypeError
 from ..primitives import linalg as L
+from ..primitives import shape as S
 from ._core import as_operand, promote_inexact, normalize_axis
 from ._shapes import broadcast_to, reshape, matrix_transpose, expand_dims
 from ._products import matmul, outer, tensordot
@@ -48,14 +49,14 @@ def solve(a, b):
     n = a.shape[-1]
     vector = b.ndim == 1
     if vector:
-        b = reshape(b, (b.shape[0], 1))
+        b = S.reshape(b, (b.shape[0], 1))
     if b.ndim < 2 or b.shape[-2] != n:
         raise ShapeError(f"solve: a has shape {tuple(a.shape)} but b has shape "
                          f"{tuple(b.shape) if not vector else (b.shape[0],)}: b needs "
                          f"{n} rows (shape ({n},) or (..., {n}, k))")
     batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     x = L.solve(broadcast_to(a, batch + (n, n)), broadcast_to(b, batch + tuple(b.shape[-2:])))
-    return reshape(x, batch + (n,)) if vector else x
+    return S.reshape(x, batch + (n,)) if vector else x
 
 
 def inv(a):

@@ -30,7 +30,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 # --------------------------------------------------------------------------- helpers
 
-def checked(abstract_eval, impl):
+def _checked(abstract_eval, impl):
     """impl, after the shape rule: np.linalg would broadcast or cast operands the
     rule rejects, and the triangular-solve kernel does not check bounds. The check
     costs microseconds next to the O(n^3) work."""
@@ -160,9 +160,12 @@ def _triangular_solve_jvp(primals, tangents, **params):
     return x, triangular_solve_p.bind(a, rhs, **params)
 
 
-def _triangular_solve_vjp(g, x, a, b, left_side, lower, transpose_a, unit_diagonal):
+def _triangular_solve_vjp(g, x, a, b, left_side, lower, transpose_a, unit_diagonal,
+                          needed=None):
     ct_b = triangular_solve_p.bind(a, g, left_side=left_side, lower=lower,
                                    transpose_a=not transpose_a, unit_diagonal=unit_diagonal)
+    if needed is not None and not needed[0]:
+        return None, ct_b
     ct_op_a = _mm(ct_b, _mT(x)) if left_side else _mm(_mT(x), ct_b)
     ct_a = neg_p.bind(_mT(ct_op_a) if transpose_a else ct_op_a)
     return _triangle(ct_a, lower, unit_diagonal), ct_b
@@ -170,8 +173,8 @@ def _triangular_solve_vjp(g, x, a, b, left_side, lower, transpose_a, unit_diagon
 
 triangular_solve_p = Primitive(
     "triangular_solve", abstract_eval=_triangular_solve_shape,
-    impl=checked(_triangular_solve_shape, kernels.triangular_solve),
-    jvp=_triangular_solve_jvp, vjp=_triangular_solve_vjp)
+    impl=_checked(_triangular_solve_shape, kernels.triangular_solve),
+    jvp=_triangular_solve_jvp, vjp=_triangular_solve_vjp, selective_vjp=True)
 triangular_solve_p.batch = _leading_batch_rule(triangular_solve_p)
 
 
@@ -222,7 +225,7 @@ def _cholesky_vjp(g, L, a):
 
 
 cholesky_p = Primitive("cholesky", abstract_eval=_cholesky_shape,
-                       impl=checked(_cholesky_shape, np.linalg.cholesky),
+                       impl=_checked(_cholesky_shape, np.linalg.cholesky),
                        jvp=_cholesky_jvp, vjp=_cholesky_vjp)
 cholesky_p.batch = _leading_batch_rule(cholesky_p)
 
@@ -254,14 +257,16 @@ def _solve_jvp(primals, tangents):
     return x, solve_p.bind(a, rhs)
 
 
-def _solve_vjp(g, x, a, b):
+def _solve_vjp(g, x, a, b, needed=None):
     ct_b = solve_p.bind(_mT(a), g)
+    if needed is not None and not needed[0]:
+        return None, ct_b
     return neg_p.bind(_mm(ct_b, _mT(x))), ct_b
 
 
 solve_p = Primitive("solve", abstract_eval=_solve_shape,
-                    impl=checked(_solve_shape, np.linalg.solve),
-                    jvp=_solve_jvp, vjp=_solve_vjp)
+                    impl=_checked(_solve_shape, np.linalg.solve),
+                    jvp=_solve_jvp, vjp=_solve_vjp, selective_vjp=True)
 solve_p.batch = _leading_batch_rule(solve_p)
 
 
@@ -303,7 +308,7 @@ def _slogdet_vjp(cts, outs, a):
 
 
 slogdet_p = Primitive("slogdet", abstract_eval=_det_shape("slogdet", True),
-                      impl=checked(_det_shape("slogdet", True), _slogdet_impl),
+                      impl=_checked(_det_shape("slogdet", True), _slogdet_impl),
                       jvp=_slogdet_jvp, vjp=_slogdet_vjp, multiple_results=True)
 slogdet_p.batch = _leading_batch_rule(slogdet_p)
 
@@ -316,7 +321,7 @@ def slogdet(a):
 
 det_p = Primitive(
     "det", abstract_eval=_det_shape("det", False),
-    impl=checked(_det_shape("det", False), lambda a: np.asarray(np.linalg.det(a), a.dtype)),
+    impl=_checked(_det_shape("det", False), lambda a: np.asarray(np.linalg.det(a), a.dtype)),
     jvp=lambda primals, tangents: (
         det_p.bind(primals[0]),
         mul_p.bind(det_p.bind(primals[0]), _trace(solve_p.bind(primals[0], tangents[0])))),

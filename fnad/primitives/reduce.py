@@ -87,6 +87,8 @@ reduce_min_p = _extremum("reduce_min", np.min)
 def _product_of_others(x, axes):
     """For each element, the product of the other elements of its reduction group,
     computed without division so zeros are handled exactly."""
+    if x.size == 0:
+        return x        # no elements, nothing to compute (and the scans below need one)
     kept = [i for i in range(x.ndim) if i not in axes]
     perm = kept + list(axes)
     moved = S.transpose(x, perm)

@@ -27,9 +27,14 @@ def _erf(x):
     return math.erf(x)
 
 
+def _widened(x):
+    # Numba has no float16 arithmetic: compute in float32 and round back.
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
 def logistic(x):
-    return _logistic(x).astype(x.dtype, copy=False)
+    return _logistic(_widened(x)).astype(x.dtype, copy=False)
 
 
 def erf(x):
-    return _erf(x).astype(x.dtype, copy=False)
+    return _erf(_widened(x)).astype(x.dtype, copy=False)
