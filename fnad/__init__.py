@@ -22,3 +22,6 @@ def block_until_ready(x):
 
 
 __version__ = "0.1.0"
+
+from .transforms.jit import jit, make_jaxpr  # noqa: E402,F401
+from . import config  # noqa: E402,F401

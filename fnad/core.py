@@ -68,11 +68,17 @@ class Primitive:
             args want a cotangent, so it can skip the others' work
     batch(args, batch_dims, **params) -> (out, out_batch_dim): the vmap rule
     scalar: for elementwise primitives, the scalar expression the fusing compiler
-            inlines, a format string over operand names ``{0}``, ``{1}``...
+            inlines, a format string over operand names ``{0}``, ``{1}``... and params
+    reduction: for reductions over an `axes` param that the compiler fuses into the
+            loop nest of their operand: (identity(dtype) -> scalar, combine format
+            string over ``{acc}`` and ``{x}``)
+    index_map: for data movement the compiler turns into index arithmetic:
+            index_map(out_indices, in_shape, **params) -> the operand's index expressions
     """
 
     def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch=None,
-                 scalar=None, multiple_results=False, selective_vjp=False):
+                 scalar=None, reduction=None, index_map=None, multiple_results=False,
+                 selective_vjp=False):
         if name in PRIMITIVES:
             raise ValueError(f"primitive {name!r} is declared twice")
         self.name = name
@@ -82,6 +88,8 @@ class Primitive:
         self.vjp = vjp
         self.batch = batch
         self.scalar = scalar
+        self.reduction = reduction
+        self.index_map = index_map
         self.multiple_results = multiple_results
         self.selective_vjp = selective_vjp
         PRIMITIVES[name] = self

@@ -40,6 +40,7 @@ def _as(mask, like):
 
 reduce_sum_p = Primitive(
     "reduce_sum", abstract_eval=_reduced_shape("reduce_sum"),
+    reduction=(lambda dtype: 0, "{acc} + {x}"),
     impl=lambda x, axes: np.add.reduce(x, axis=axes, dtype=x.dtype),
     jvp=lambda primals, tangents, axes: (reduce_sum(primals[0], axes),
                                          reduce_sum(tangents[0], axes)),
@@ -52,7 +53,7 @@ def reduce_sum(x, axes):
 
 # --------------------------------------------------------------------------- max, min
 
-def _extremum(name, impl):
+def _extremum(name, impl, reduction):
     # Ties share the derivative equally, so the rule is symmetric and exact where
     # the extremum is unique.
     def weights(x, out, axes):
@@ -74,12 +75,20 @@ def _extremum(name, impl):
         return impl(x, axis=axes)
 
     prim = Primitive(name, abstract_eval=_reduced_shape(name), impl=checked_impl,
-                     jvp=jvp, vjp=vjp)
+                     jvp=jvp, vjp=vjp, reduction=reduction)
     return prim
 
 
-reduce_max_p = _extremum("reduce_max", np.max)
-reduce_min_p = _extremum("reduce_min", np.min)
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind in "iu" else False)
+
+
+def _highest(dtype):
+    return np.inf if dtype.kind == "f" else (np.iinfo(dtype).max if dtype.kind in "iu" else True)
+
+
+reduce_max_p = _extremum("reduce_max", np.max, (_lowest, "max({acc}, {x})"))
+reduce_min_p = _extremum("reduce_min", np.min, (_highest, "min({acc}, {x})"))
 
 
 # --------------------------------------------------------------------------- prod

@@ -67,8 +67,14 @@ def _broadcast_in_dim_transpose(g, x, shape, broadcast_dimensions):
     return reshape(g, x.shape) if tuple(g.shape) != tuple(x.shape) else g
 
 
+def _broadcast_in_dim_index(out_indices, in_shape, shape, broadcast_dimensions):
+    return ["0" if in_shape[i] == 1 and shape[d] != 1 else out_indices[d]
+            for i, d in enumerate(broadcast_dimensions)]
+
+
 broadcast_in_dim_p = linear("broadcast_in_dim", _broadcast_in_dim_impl,
-                            _broadcast_in_dim_shape, _broadcast_in_dim_transpose)
+                            _broadcast_in_dim_shape, _broadcast_in_dim_transpose,
+                            index_map=_broadcast_in_dim_index)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):

@@ -1,0 +1,485 @@
+"""Lowering a Program to cpu code.
+
+The equations are partitioned into fusion groups: maximal runs of elementwise
+primitives over one iteration shape, the broadcasts that feed them (as index
+arithmetic) and the reductions that consume them. Each group becomes ONE generated
+Numba loop nest; values used only inside a group live in registers, never in
+arrays. Everything else (dot_general, linear algebra, sorting, data movement) runs
+its primitive's own kernel. A generated Python driver calls these in order.
+
+Kernels are keyed by their source, which holds dtypes, ranks and the broadcast
+pattern but no sizes (those are arguments), so a new batch size reuses them. Each
+kernel is written to a module file in the cache directory and compiled with
+Numba's on-disk cache, so a second process loads machine code instead of compiling.
+"""
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import weakref
+
+import numpy as np
+
+from ... import config
+from ...program import Literal
+
+_executables = weakref.WeakKeyDictionary()
+stats = {"kernels_compiled": 0, "kernels_loaded": 0, "programs_lowered": 0}
+
+
+def cache_dir():
+    """Where generated kernels and their machine code live: $FNAD_CACHE_DIR, or the
+    user's cache directory."""
+    root = os.environ.get("FNAD_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "fnad")
+    path = os.path.join(root, "kernels")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+def compiled(program):
+    exe = _executables.get(program)
+    if exe is None:
+        exe = _executables[program] = Executable(program)
+    return exe
+
+
+# --------------------------------------------------------------------------- grouping
+
+def _is_elementwise(e):
+    return e.prim.scalar is not None and not e.prim.multiple_results
+
+
+def _is_fusible_reduction(e):
+    return e.prim.reduction is not None
+
+
+class Group:
+    def __init__(self, shape):
+        self.shape = shape
+        self.eqns = []
+        self.reduced = set()    # outputs of this group's reductions
+
+    def accepts(self, e, produced_in):
+        if _is_elementwise(e) or e.prim.index_map is not None:
+            if tuple(e.outputs[0].aval.shape) != self.shape:
+                return False
+            # A value reduced in this loop nest is only complete after it.
+            return not any(a in self.reduced for a in e.inputs if not isinstance(a, Literal))
+        if _is_fusible_reduction(e):
+            src = e.inputs[0]
+            return not isinstance(src, Literal) and produced_in.get(src) is self \
+                and src not in self.reduced
+        return False
+
+
+def partition(program):
+    """A list of steps: Group objects and single library equations, in order."""
+    steps, current, produced_in = [], None, {}
+    for e in program.eqns:
+        fusible = _is_elementwise(e) or e.prim.index_map is not None
+        if current is not None and current.accepts(e, produced_in):
+            pass
+        elif fusible:
+            current = Group(tuple(e.outputs[0].aval.shape))
+            steps.append(current)
+        else:
+            current = None
+            steps.append(e)
+            continue
+        current.eqns.append(e)
+        for o in e.outputs:
+            produced_in[o] = current
+        if _is_fusible_reduction(e):
+            current.reduced.update(e.outputs)
+    return steps
+
+
+# --------------------------------------------------------------------------- kernels
+
+def _literal(value):
+    value = np.asarray(value)
+    dtype = value.dtype
+    v = value.item()
+    if dtype.kind == "b":
+        return repr(bool(v))
+    if dtype.kind == "f":
+        if np.isnan(v):
+            text = "np.nan"
+        elif np.isinf(v):
+            text = "np.inf" if v > 0 else "-np.inf"
+        else:
+            text = repr(float(v))
+        return f"np.{dtype.name}({text})"
+    return f"np.{dtype.name}({int(v)})"
+
+
+def _param(value):
+    if isinstance(value, np.dtype):
+        return f"np.{value.name}"
+    return repr(value)
+
+
+class KernelSource:
+    """The loop nest of one group, with the wiring the driver needs."""
+
+    def __init__(self, group, materialize):
+        shape = group.shape
+        rank = len(shape)
+        idx = [f"i{d}" for d in range(rank)]
+        self.inputs = []            # external Vars, in argument order
+        self.outputs = []           # (Var, axes reduced or None)
+        self.reduce_identity = {}   # output slot -> initial value of a partial reduction
+        names, index_of = {}, {}
+        loads, body, acc_init, acc_final = [], [], [], []
+
+        def load(a):
+            """Read an external value at the current iteration point."""
+            if a in index_of:
+                src, sub = index_of[a]
+            else:
+                src, lead = a, rank - len(a.aval.shape)
+                # numpy broadcasting: align right; size-1 axes read index 0
+                sub = ["0" if n == 1 and shape[lead + k] != 1 else idx[lead + k]
+                       for k, n in enumerate(src.aval.shape)]
+            key = (src, tuple(sub))
+            if key not in names:
+                if src not in self.inputs:
+                    self.inputs.append(src)
+                arg = f"in{self.inputs.index(src)}"
+                names[key] = f"x{len(loads)}"
+                loads.append(f"{names[key]} = {arg}[{', '.join(sub) if sub else '()'}]")
+            return names[key]
+
+        def value(a):
+            if isinstance(a, Literal):
+                return _literal(a.value)
+            return names[a] if a in names else load(a)
+
+        def store(var, t):
+            slot = len(self.outputs)
+            self.outputs.append((var, None))
+            body.append(f"out{slot}[{', '.join(idx) if idx else '()'}] = {t}")
+
+        for e in group.eqns:
+            out = e.outputs[0]
+            if e.prim.index_map is not None:
+                index_of[out] = (e.inputs[0], e.prim.index_map(idx, e.inputs[0].aval.shape,
+                                                                **e.params))
+                if out in materialize:
+                    names[out] = load(out)
+                    store(out, names[out])
+                continue
+            if _is_fusible_reduction(e):
+                identity, combine = e.prim.reduction
+                axes = tuple(e.params["axes"])
+                slot = len(self.outputs)
+                self.outputs.append((out, axes))
+                x = value(e.inputs[0])
+                dtype = out.aval.dtype
+                if len(axes) == rank:   # a scalar accumulator, stored once at the end
+                    acc = f"acc{slot}"
+                    acc_init.append(f"{acc} = {_literal(np.asarray(identity(dtype), dtype))}")
+                    body.append(f"{acc} = " + combine.format(acc=acc, x=x))
+                    acc_final.append(f"out{slot}[()] = {acc}")
+                else:
+                    kept = ", ".join(idx[d] for d in range(rank) if d not in axes)
+                    cell = f"out{slot}[{kept}]"
+                    self.reduce_identity[slot] = identity(dtype)
+                    body.append(f"{cell} = " + combine.format(acc=cell, x=x))
+                continue
+            args = [value(a) for a in e.inputs]
+            params = {k: _param(v) for k, v in e.params.items()}
+            t = names[out] = f"t{len(body)}"
+            body.append(f"{t} = {e.prim.scalar.format(*args, **params)}")
+            if out in materialize:
+                store(out, t)
+        args = [f"in{k}" for k in range(len(self.inputs))] + \
+            [f"out{k}" for k in range(len(self.outputs))] + [f"n{d}" for d in range(rank)]
+        lines = [f"def kernel({', '.join(args)}):"] + ["    " + a for a in acc_init]
+        pad = "    "
+        for d in range(rank):
+            lines.append(f"{pad}for i{d} in range(n{d}):")
+            pad += "    "
+        lines += [pad + line for line in loads + body]
+        lines += ["    " + a for a in acc_final]
+        self.source = "\n".join(lines) + "\n"
+
+
+HEADER = """import math
+import numba
+import numpy as np
+from fnad.kernels.cpu import elementwise as kernels
+
+
+"""
+
+
+def load_kernel(source):
+    """The njit function for a kernel's source, from the on-disk cache when present."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
+    module_name = f"fnad_kernel_{digest}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        path = os.path.join(cache_dir(), module_name + ".py")
+        text = HEADER + "@numba.njit(cache=True, nogil=True)\n" + source
+        if not os.path.exists(path):
+            # Write then rename, so concurrent processes never see half a file.
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[module_name] = module
+    return module.kernel
+
+
+def _count_compiles(kernel, before):
+    stats_ = kernel.stats
+    misses = sum(stats_.cache_misses.values())
+    hits = sum(stats_.cache_hits.values())
+    new_misses, new_hits = misses - before[0], hits - before[1]
+    stats["kernels_compiled"] += new_misses
+    stats["kernels_loaded"] += new_hits
+    if new_misses and config.log_compiles:
+        print(f"fnad: compiled a fused kernel ({kernel.py_func.__module__})")
+
+
+class _KernelCall:
+    """Calls a kernel, counting Numba compiles and disk-cache loads on first use per
+    signature."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.warm = False
+
+    def __call__(self, *args):
+        if self.warm:
+            return self.kernel(*args)
+        before = (sum(self.kernel.stats.cache_misses.values()),
+                  sum(self.kernel.stats.cache_hits.values()))
+        out = self.kernel(*args)
+        _count_compiles(self.kernel, before)
+        self.warm = True
+        return out
+
+
+# --------------------------------------------------------------------------- driver
+
+class Executable:
+    """A Program lowered to a Python driver over fused kernels and library calls."""
+
+    def __init__(self, program):
+        stats["programs_lowered"] += 1
+        self.program = program
+        self.namespace = {"np": np}
+        steps = partition(program)
+        materialize = _materialized(program, steps)
+        lines = []
+        names = {}
+        kernel_sources = []
+
+        def name(a):
+            if isinstance(a, Literal):
+                key = f"c{len(self.namespace)}"
+                self.namespace[key] = a.value
+                return key
+            return names[a]
+
+        for i, v in enumerate(program.invars):
+            names[v] = f"a{i}"
+        for step in steps:
+            if isinstance(step, Group):
+                kernel = KernelSource(step, materialize[step])
+                k = f"k{len(kernel_sources)}"
+                kernel_sources.append(kernel.source)
+                self.namespace[k] = _KernelCall(load_kernel(kernel.source))
+                outs = []
+                for slot, (var, axes) in enumerate(kernel.outputs):
+                    v = names[var] = f"v{len(names)}"
+                    shape, dtype = var.aval.shape, var.aval.dtype
+                    if slot in kernel.reduce_identity:
+                        fill = kernel.reduce_identity[slot]
+                        self.namespace[f"fill_{v}"] = fill
+                        lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
+                    else:
+                        lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
+                    outs.append(v)
+                ins = [name(a) for a in kernel.inputs]
+                sizes = [str(n) for n in step.shape]
+                lines.append(f"{k}({', '.join(ins + outs + sizes)})")
+            else:
+                lines += self._library_call(step, name, names)
+        outs = ", ".join(name(a) for a in program.outputs)
+        args = ", ".join(f"a{i}" for i in range(len(program.invars)))
+        driver = [f"def run({args}):"] + ["    " + line for line in lines] + \
+            [f"    return [{outs}]"]
+        self.driver_source = "\n".join(driver) + "\n"
+        exec(compile(self.driver_source, "<fnad driver>", "exec"), self.namespace)
+        self.run = self.namespace["run"]
+        self.kernel_sources = kernel_sources
+        self.source = "\n\n".join(["# driver", self.driver_source] + [
+            f"# fused kernel k{i}\n{s}" for i, s in enumerate(kernel_sources)])
+        if config.log_compiles:
+            print(f"fnad: lowered a program of {len(program.eqns)} equations to "
+                  f"{len(kernel_sources)} fused kernels and "
+                  f"{sum(1 for s in steps if not isinstance(s, Group))} library calls")
+
+    def _library_call(self, e, name, names):
+        fn = f"f{len(self.namespace)}"
+        params = e.params
+
+        def call(*args, _impl=e.prim.impl, _params=params):
+            return _impl(*args, **_params)
+        self.namespace[fn] = call
+        outs = [f"v{len(names) + i}" for i in range(len(e.outputs))]
+        for v, o in zip(e.outputs, outs):
+            names[v] = o
+        ins = ", ".join(name(a) for a in e.inputs)
+        if e.prim.multiple_results:
+            return [f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {fn}({ins})"]
+        return [f"{outs[0]} = {fn}({ins})"]
+
+    def __call__(self, *args):
+        if self.warm:
+            return self.kernel(*args)
+        before = (sum(self.kernel.stats.cache_misses.values()),
+                  sum(self.kernel.stats.cache_hits.values()))
+        out = self.kernel(*args)
+        _count_compiles(self.kernel, before)
+        self.warm = True
+        return out
+
+
+# --------------------------------------------------------------------------- driver
+
+class Executable:
+    """A Program lowered to a Python driver over fused kernels and library calls."""
+
+    def __init__(self, program):
+        stats["programs_lowered"] += 1
+        self.program = program
+        self.namespace = {"np": np}
+        steps = partition(program)
+        materialize = _materialized(program, steps)
+        lines = []
+        names = {}
+        kernel_sources = []
+
+        def name(a):
+            if isinstance(a, Literal):
+                key = f"c{len(self.namespace)}"
+                self.namespace[key] = a.value
+                return key
+            return names[a]
+
+        for i, v in enumerate(program.invars):
+            names[v] = f"a{i}"
+        for step in steps:
+            if isinstance(step, Group):
+                kernel = KernelSource(step, materialize[step])
+                k = f"k{len(kernel_sources)}"
+                kernel_sources.append(kernel.source)
+                self.namespace[k] = _KernelCall(load_kernel(kernel.source))
+                outs = []
+                for slot, (var, axes) in enumerate(kernel.outputs):
+                    v = names[var] = f"v{len(names)}"
+                    shape, dtype = var.aval.shape, var.aval.dtype
+                    if slot in kernel.reduce_identity:
+                        fill = kernel.reduce_identity[slot]
+                        self.namespace[f"fill_{v}"] = fill
+                        lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
+                    else:
+                        lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
+                    outs.append(v)
+                ins = [name(a) for a in kernel.inputs]
+                sizes = [str(n) for n in step.shape]
+                lines.append(f"{k}({', '.join(ins + outs + sizes)})")
+            else:
+                lines += self._library_call(step, name, names)
+        outs = ", ".join(name(a) for a in program.outputs)
+        args = ", ".join(f"a{i}" for i in range(len(program.invars)))
+        driver = [f"def run({args}):"] + ["    " + line for line in lines] + \
+            [f"    return [{outs}]"]
+        self.driver_source = "\n".join(driver) + "\n"
+        exec(compile(self.driver_source, "<fnad driver>", "exec"), self.namespace)
+        self.run = self.namespace["run"]
+        self.kernel_sources = kernel_sources
+        self.source = "\n\n".join(["# driver", self.driver_source] + [
+            f"# fused kernel k{i}\n{s}" for i, s in enumerate(kernel_sources)])
+        if config.log_compiles:
+            print(f"fnad: lowered a program of {len(program.eqns)} equations to "
+                  f"{len(kernel_sources)} fused kernels and "
+                  f"{sum(1 for s in steps if not isinstance(s, Group))} library calls")
+
+    def _library_call(self, e, name, names):
+        fn = f"f{len(self.namespace)}"
+        params = e.params
+
+        def call(*args, _impl=e.prim.impl, _params=params):
+            return _impl(*args, **_params)
+        self.namespace[fn] = call
+        outs = [f"v{len(names) + i}" for i in range(len(e.outputs))]
+        for v, o in zip(e.outputs, outs):
+            names[v] = o
+        ins = ", ".join(name(a) for a in e.inputs)
+        if e.prim.multiple_results:
+            return [f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {fn}({ins})"]
+        return [f"{outs[0]} = {fn}({ins})"]
+
+    @staticmethod
+    def _uses_outside_groups(program):
+        """For each group, the vars it must write to memory: used by a later step or
+        returned."""
+        steps = partition(program)
+        owner = {}
+        for step in steps:
+            if isinstance(step, Group):
+                for e in step.eqns:
+                    for o in e.outputs:
+                        owner[o] = step
+        needed = {step: set() for step in steps if isinstance(step, Group)}
+        for step in steps:
+            eqns = step.eqns if isinstance(step, Group) else [step]
+            for e in eqns:
+                for a in e.inputs:
+                    g = owner.get(a) if not isinstance(a, Literal) else None
+                    if g is not None and g is not step:
+                        needed[g].add(a)
+        for a in program.outputs:
+            g = owner.get(a) if not isinstance(a, Literal) else None
+            if g is not None:
+                needed[g].add(a)
+        return _GroupUses(steps, needed)
+
+    def __call__(self, *args):
+        return self.run(*args)
+
+
+def _materialized(program, steps):
+    """For each group, the values it must write to memory: those used by a later
+    step or returned. Everything else stays in registers."""
+    owner = {}
+    for step in steps:
+        if isinstance(step, Group):
+            for e in step.eqns:
+                for o in e.outputs:
+                    owner[o] = step
+    needed = {step: set() for step in steps if isinstance(step, Group)}
+
+    def use(a, by):
+        g = None if isinstance(a, Literal) else owner.get(a)
+        if g is not None and g is not by:
+            needed[g].add(a)
+
+    for step in steps:
+        for e in (step.eqns if isinstance(step, Group) else [step]):
+            for a in e.inputs:
+                use(a, step)
+    for a in program.outputs:
+        use(a, None)
+    return needed

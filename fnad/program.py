@@ -1,0 +1,174 @@
+"""The Program IR: a function as a list of equations over typed variables.
+
+A Program is what `jit` stages and what `make_jaxpr` prints: input variables,
+constant variables (arrays captured while tracing), equations (primitive, input
+atoms, output variables, params) and output atoms. An atom is a Var or a Literal
+(a small constant written into the program). `evaluate` runs a Program through
+`bind`, so evaluating it under a transform transforms it.
+"""
+import itertools
+
+import numpy as np
+
+from .core import ShapedArray
+
+
+class Var:
+    __slots__ = ("aval", "count")
+    _counter = itertools.count()
+
+    def __init__(self, aval):
+        self.aval = aval
+        self.count = next(Var._counter)
+
+    def __repr__(self):
+        return f"Var({self.aval})"
+
+
+class Literal:
+    """A constant small enough to print and to hash by value."""
+    __slots__ = ("value", "aval")
+
+    def __init__(self, value):
+        self.value = np.asarray(value)
+        self.aval = ShapedArray(self.value.shape, self.value.dtype)
+
+    def __repr__(self):
+        v = self.value
+        return f"{v.item()!r}:{v.dtype.name}" if v.ndim == 0 else f"Literal{v.shape}"
+
+    def key(self):
+        return (self.value.dtype.str, self.value.shape, self.value.tobytes())
+
+
+class Equation:
+    __slots__ = ("prim", "inputs", "outputs", "params")
+
+    def __init__(self, prim, inputs, outputs, params):
+        self.prim = prim
+        self.inputs = inputs
+        self.outputs = outputs
+        self.params = params
+
+
+class Program:
+    def __init__(self, invars, constvars, consts, eqns, outputs):
+        self.invars = list(invars)
+        self.constvars = list(constvars)
+        self.consts = list(consts)          # concrete values of constvars
+        self.eqns = list(eqns)
+        self.outputs = list(outputs)
+
+    @property
+    def in_avals(self):
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self):
+        return [a.aval for a in self.outputs]
+
+    def __repr__(self):
+        return pretty(self)
+
+    def structure_key(self):
+        """A hashable description of the computation (not of the const values)."""
+        names = {}
+
+        def atom(a):
+            if isinstance(a, Literal):
+                return ("lit",) + a.key()
+            return names.setdefault(a, (len(names), a.aval.shape, a.aval.dtype.str))
+
+        for v in self.constvars + self.invars:
+            atom(v)
+        eqns = tuple((e.prim.name, tuple(atom(a) for a in e.inputs),
+                      tuple(atom(o) for o in e.outputs), _hashable(e.params))
+                     for e in self.eqns)
+        return (tuple(atom(v) for v in self.constvars), tuple(atom(v) for v in self.invars),
+                eqns, tuple(atom(a) for a in self.outputs))
+
+
+def _hashable(params):
+    out = []
+    for k in sorted(params):
+        v = params[k]
+        if isinstance(v, Program):
+            v = v.structure_key()
+        try:
+            hash(v)
+        except TypeError:
+            v = ("id", id(v))
+        out.append((k, v))
+    return tuple(out)
+
+
+def evaluate(program, consts, args):
+    """Run the program's equations through bind, in whatever interpreter is current."""
+    env = {}
+
+    def read(a):
+        return a.value if isinstance(a, Literal) else env[a]
+
+    for v, x in zip(program.constvars, consts):
+        env[v] = x
+    for v, x in zip(program.invars, args):
+        env[v] = x
+    for eqn in program.eqns:
+        out = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+        if eqn.prim.multiple_results:
+            for v, o in zip(eqn.outputs, out):
+                env[v] = o
+        else:
+            env[eqn.outputs[0]] = out
+    return [read(a) for a in program.outputs]
+
+
+# --------------------------------------------------------------------------- printing
+
+def _names():
+    for n in itertools.count(1):
+        for letters in itertools.product("abcdefghijklmnopqrstuvwxyz", repeat=n):
+            yield "".join(letters)
+
+
+def pretty(program, indent=0):
+    names = {}
+    gen = _names()
+
+    def name(a):
+        if isinstance(a, Literal):
+            return repr(a)
+        if a not in names:
+            names[a] = next(gen)
+        return names[a]
+
+    def typed(v):
+        return f"{name(v)}:{v.aval}"
+
+    pad = " " * indent
+    lines = [pad + "{ lambda " + " ".join(typed(v) for v in program.constvars) + " ; "
+             + " ".join(typed(v) for v in program.invars) + ". let"]
+    for eqn in program.eqns:
+        outs = " ".join(typed(o) for o in eqn.outputs)
+        params = []
+        nested = []
+        for k, v in sorted(eqn.params.items()):
+            if isinstance(v, Program):
+                nested.append((k, v))
+            else:
+                params.append(f"{k}={_param_str(v)}")
+        head = eqn.prim.name + (f"[{', '.join(params)}]" if params else "")
+        lines.append(f"{pad}    {outs} = {head} " + " ".join(name(a) for a in eqn.inputs))
+        for k, sub in nested:
+            lines.append(f"{pad}      {k}=")
+            lines.append(pretty(sub, indent + 8))
+    lines.append(pad + "  in ( " + " ".join(name(a) for a in program.outputs) + " ) }")
+    return "\n".join(lines)
+
+
+def _param_str(v):
+    if isinstance(v, np.dtype):
+        return v.name
+    if callable(v) and hasattr(v, "__name__"):
+        return v.__name__
+    return repr(v)

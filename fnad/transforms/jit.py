@@ -1,0 +1,337 @@
+"""jit: stage a function into a Program and run it as one call primitive.
+
+Staging runs the function with StagedTracers, which know only shape and dtype;
+each bind appends an equation. The staged Program becomes the parameter of the
+`jit_call` primitive, so a jitted function under grad, jvp or another jit is one
+primitive application whose rules transform the Program (and jit the result).
+"""
+import functools
+import inspect
+
+import numpy as np
+
+from ..array import Array
+from ..core import (Trace, Tracer, Primitive, ShapedArray, use_trace, current_trace,
+                    bind_custom, get_aval)
+from ..errors import ConcretizationError, EscapedTracerError
+from ..program import Program, Var, Literal, Equation, evaluate
+from ..tree_util import tree_flatten, tree_unflatten
+from ._util import as_value
+from .. import config
+
+
+class StagedTracer(Tracer):
+    __slots__ = ("aval", "var", "shape", "dtype")
+
+    def concrete(self):
+        raise ConcretizationError(
+            f"a traced value of shape {self.shape} and dtype {self.dtype} was used where a "
+            f"concrete Python value is needed (bool(), int(), float(), an `if` or `while` "
+            f"on an array, or numpy conversion) inside a function being staged by jit. "
+            f"Use fnad.lax.cond / fnad.lax.while_loop for data-dependent control flow, "
+            f"or mark the argument static with static_argnums/static_argnames.")
+
+
+def _new_tracer(trace, aval):
+    t = object.__new__(StagedTracer)
+    t._trace, t.aval, t.var = trace, aval, Var(aval)
+    t.shape, t.dtype = aval.shape, aval.dtype
+    return t
+
+
+class StagingTrace(Trace):
+    name = "jit"
+
+    def __init__(self, parent):
+        super().__init__(parent)
+        self.eqns = []
+        self.constvars = {}     # id(value) -> Var
+        self.consts = []        # (Var, value), in order of capture
+
+    def atom(self, x):
+        if type(x) is StagedTracer and x._trace is self:
+            return x.var
+        if isinstance(x, Tracer) and not x._trace.alive:
+            raise EscapedTracerError(
+                f"jit: a value traced by {x._trace.name}, which has already returned, was "
+                f"used while staging; return it from the transformed function instead")
+        if not isinstance(x, Tracer):
+            value = x._value if type(x) is Array else x
+            if isinstance(value, (np.ndarray, np.generic)) and value.size == 1 \
+                    and np.ndim(value) == 0:
+                return Literal(value)
+        # Arrays, and values of enclosing transforms, become inputs of the program.
+        var = self.constvars.get(id(x))
+        if var is None:
+            var = self.constvars[id(x)] = Var(get_aval(x))
+            self.consts.append((var, x))
+        return var
+
+    def process(self, prim, args, params):
+        inputs = [self.atom(a) for a in args]
+        out = prim.abstract_eval(*[a.aval for a in inputs], **params)
+        outs = out if prim.multiple_results else [out]
+        tracers = [_new_tracer(self, aval) for aval in outs]
+        self.eqns.append(Equation(prim, inputs, [t.var for t in tracers], params))
+        return tracers if prim.multiple_results else tracers[0]
+
+    def process_custom(self, rules, args):
+        avals = [get_aval(a) for a in args]
+        sub = stage_flat(lambda *xs: rules.fun(list(xs)), avals)
+        return custom_call_p.bind(*args, rules=rules, program=sub)
+
+
+def stage_flat(flat_fun, avals):
+    """Stage flat_fun(*arrays) -> list of arrays into a closed Program whose first
+    inputs are the captured constants. Returns (program, const_values)."""
+    trace = StagingTrace(current_trace())
+    tracers = [_new_tracer(trace, a) for a in avals]
+    try:
+        with use_trace(trace):
+            outs = flat_fun(*tracers)
+    finally:
+        trace.alive = False
+    outs = [trace.atom(as_value(o, "jit output")) for o in outs]
+    constvars = [v for v, _ in trace.consts]
+    program = Program(constvars + [t.var for t in tracers], [], [], trace.eqns, outs)
+    return ClosedProgram(program, [c for _, c in trace.consts])
+
+
+class ClosedProgram:
+    """A Program whose leading inputs take the values `consts` (arrays captured while
+    staging, or values of enclosing transforms)."""
+    __slots__ = ("program", "consts")
+
+    def __init__(self, program, consts):
+        self.program = program
+        self.consts = consts
+
+    def __repr__(self):
+        return repr(self.program)
+
+    def call(self, *args):
+        return jit_call_p.bind(*self.consts, *args, program=self.program)
+
+
+# --------------------------------------------------------------------------- custom_call
+
+class CustomCallPrimitive(Primitive):
+    """A staged function with custom derivative rules: binding it hands the rules
+    back to the current interpreter, exactly as the unstaged call did."""
+
+    def bind(self, *args, rules, program):
+        return bind_custom(rules, args)
+
+
+def _custom_call_impl(*args, rules, program):
+    return evaluate(program.program, program.consts, args)
+
+
+custom_call_p = CustomCallPrimitive(
+    "custom_call",
+    abstract_eval=lambda *avals, rules, program: program.program.out_avals,
+    impl=_custom_call_impl,
+    jvp=lambda primals, tangents, rules, program: rules.jvp(primals, tangents),
+    vjp=lambda cts, outs, *args, rules, program: rules.bwd(rules.fwd(list(args))[1], cts),
+    multiple_results=True)
+
+
+# --------------------------------------------------------------------------- jit_call
+
+def _float_positions(avals):
+    return [i for i, a in enumerate(avals) if a.dtype.kind == "f"]
+
+
+@functools.lru_cache(maxsize=None)
+def _derivative_program(program, kind):
+    """The staged JVP or VJP of a program, cached per program."""
+    from .jvp import jvp
+    from .custom import pullback_floats
+    avals = program.in_avals
+    n = len(avals)
+    run = lambda xs: evaluate(program, [], list(xs))
+    if kind == "jvp":
+        floats = _float_positions(avals)
+
+        def jvp_fun(*primals_and_tangents):
+            primals, tangents = primals_and_tangents[:n], primals_and_tangents[n:]
+
+            def on_floats(*fs):
+                xs = list(primals)
+                for i, f in zip(floats, fs):
+                    xs[i] = f
+                return run(xs)
+            outs, t_outs = jvp(on_floats, tuple(primals[i] for i in floats), tuple(tangents))
+            return list(outs) + list(t_outs)
+        return stage_flat(jvp_fun, avals + [avals[i] for i in floats])
+
+    out_avals = program.out_avals
+
+    def vjp_fun(*args_and_cts):
+        args, cts = args_and_cts[:n], args_and_cts[n:]
+        return [c for c in pullback_floats(run, list(args), list(cts)) if c is not None]
+    return stage_flat(vjp_fun, avals + list(out_avals))
+
+
+def _jit_call_jvp(primals, tangents, program):
+    floats = _float_positions(program.in_avals)
+    if all(tangents[i] is None for i in floats):
+        return jit_call_p.bind(*primals, program=program), [None] * len(program.outputs)
+    from ._util import zeros_like
+    tangents = [zeros_like(primals[i]) if tangents[i] is None else tangents[i] for i in floats]
+    outs = _derivative_program(program, "jvp").call(*primals, *tangents)
+    m = len(program.outputs)
+    return outs[:m], outs[m:]
+
+
+def _jit_call_vjp(cts, outs, *args, program):
+    from ._util import zeros_like
+    cts = [zeros_like(o) if c is None else c for c, o in zip(cts, outs)]
+    float_cts = _derivative_program(program, "vjp").call(*args, *cts)
+    result = [None] * len(args)
+    for i, c in zip(_float_positions(program.in_avals), float_cts):
+        result[i] = c
+    return result
+
+
+def _jit_call_impl(*args, program):
+    from ..kernels.cpu.lowering import compiled
+    return compiled(program)(*args)
+
+
+jit_call_p = Primitive(
+    "jit_call",
+    abstract_eval=lambda *avals, program: program.out_avals,
+    impl=_jit_call_impl, jvp=_jit_call_jvp, vjp=_jit_call_vjp, multiple_results=True)
+
+
+# --------------------------------------------------------------------------- the jit API
+
+class Jitted:
+    """The function returned by fnad.jit."""
+
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.static_argnums = _as_tuple(static_argnums)
+        self.static_argnames = _as_tuple(static_argnames)
+        self.donate_argnums = _as_tuple(donate_argnums)
+        self.cache = {}
+        self.trace_count = 0
+        try:
+            self.signature = inspect.signature(fun)
+        except (TypeError, ValueError):
+            self.signature = None
+
+    def _split(self, args, kwargs):
+        static = []
+        dynamic = list(args)
+        for i in self.static_argnums:
+            if i >= len(args):
+                raise ValueError(f"jit: static_argnums includes {i}, but the function was "
+                                 f"called with {len(args)} positional arguments")
+            static.append(("pos", i, _hashable_static(args[i], f"argument {i}")))
+        static_kw = {k: v for k, v in kwargs.items() if k in self.static_argnames}
+        for k, v in sorted(static_kw.items()):
+            static.append(("kw", k, _hashable_static(v, f"argument {k!r}")))
+        dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
+        positions = [i for i in range(len(args)) if i not in self.static_argnums]
+        dynamic = [args[i] for i in positions]
+        return tuple(static), positions, dynamic, dyn_kwargs
+
+    def _stage(self, args, kwargs):
+        static, positions, dynamic, dyn_kwargs = self._split(args, kwargs)
+        flat, in_tree = tree_flatten((dynamic, dyn_kwargs))
+        flat = [as_value(x, "jit argument") for x in flat]
+        avals = tuple(ShapedArray(x.shape, x.dtype) for x in flat)
+        key = (in_tree, avals, static)
+        entry = self.cache.get(key)
+        if entry is None:
+            if config.explain_cache_misses and self.cache:
+                print(f"fnad.jit: tracing {self.__name__} again: no cached trace for "
+                      f"{_describe(avals)} with static args {static}")
+            entry = self.cache[key] = self._trace(args, positions, in_tree, avals)
+        return entry, flat
+
+    def _trace(self, args, positions, in_tree, avals):
+        self.trace_count += 1
+        out_tree_cell = []
+
+        def flat_fun(*leaves):
+            dyn, kw = tree_unflatten(in_tree, list(leaves))
+            full = list(args)
+            for i, d in zip(positions, dyn):
+                full[i] = d
+            out = self.fun(*full, **kw)
+            flat_out, out_tree = tree_flatten(out)
+            out_tree_cell.append(out_tree)
+            return flat_out
+
+        closed = stage_flat(flat_fun, list(avals))
+        from .optimize import optimize
+        closed = optimize(closed)
+        return closed, out_tree_cell[0]
+
+    def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
+        (closed, out_tree), flat = self._stage(args, kwargs)
+        return tree_unflatten(out_tree, closed.call(*flat))
+
+    def lower(self, *args, **kwargs):
+        (closed, _), _ = self._stage(args, kwargs)
+        from ..kernels.cpu.lowering import compiled
+        return Lowered(closed, compiled(closed.program))
+
+    def trace(self, *args, **kwargs):
+        (closed, _), _ = self._stage(args, kwargs)
+        return closed
+
+
+class Lowered:
+    def __init__(self, closed, executable):
+        self.closed = closed
+        self.executable = executable
+
+    def as_text(self):
+        return self.executable.source
+
+    def compile(self):
+        return self.executable
+
+
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+    """Stage `fun` into a Program on its first call for each input shape/dtype, and run
+    the compiled program afterwards. Usable as @jit or @jit(static_argnums=...)."""
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames,
+                                 donate_argnums=donate_argnums)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+
+
+def make_jaxpr(fun, static_argnums=()):
+    """make_jaxpr(f)(*args) -> the Program that jit would stage, printable."""
+    def staged(*args, **kwargs):
+        return Jitted(fun, static_argnums).trace(*args, **kwargs)
+    return staged
+
+
+def _as_tuple(x):
+    if x is None:
+        return ()
+    return (x,) if isinstance(x, (int, str)) else tuple(x)
+
+
+def _hashable_static(value, what):
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"jit: static {what} must be hashable, got a value of type "
+                        f"{type(value).__name__}; pass a tuple instead of a list, or make "
+                        f"the argument non-static") from None
+    return value
+
+
+def _describe(avals):
+    return ", ".join(str(a) for a in avals)

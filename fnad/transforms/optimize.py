@@ -1,0 +1,186 @@
+"""Program clean-up before lowering: algebraic simplification of what autodiff
+leaves behind, constant folding, common-subexpression and dead-code elimination.
+
+Each pass maps a ClosedProgram to an equivalent one; `optimize` runs them in order.
+"""
+import numpy as np
+
+from ..array import Array
+from ..core import Tracer
+from ..program import Program, Literal, Var, Equation
+from .jit import ClosedProgram
+
+# Constants folded into the program as new inputs when the result is this small or
+# smaller (elements); bigger results stay as computations.
+FOLD_LIMIT = 1 << 16
+
+
+def optimize(closed):
+    closed = fold_constants(closed)
+    closed = simplify(closed)
+    closed = eliminate_common_subexpressions(closed)
+    return eliminate_dead_code(closed)
+
+
+def _substitute(closed, eqns, replace, extra_consts=()):
+    """Rebuild closed with new equations, where replace maps old atoms to new ones."""
+    def r(a):
+        while not isinstance(a, Literal) and a in replace:
+            a = replace[a]
+        return a
+    program = closed.program
+    new_eqns = [Equation(e.prim, [r(a) for a in e.inputs], e.outputs, e.params) for e in eqns]
+    n_old = len(closed.consts)
+    extra_vars = [v for v, _ in extra_consts]
+    invars = program.invars[:n_old] + extra_vars + program.invars[n_old:]
+    out = Program(invars, [], [], new_eqns, [r(a) for a in program.outputs])
+    return ClosedProgram(out, list(closed.consts) + [c for _, c in extra_consts])
+
+
+# --------------------------------------------------------------------------- folding
+
+def fold_constants(closed):
+    program = closed.program
+    known = {}
+    for v, c in zip(program.invars, closed.consts):
+        if not isinstance(c, Tracer):
+            known[v] = c._value if type(c) is Array else np.asarray(c)
+    eqns, replace, extra = [], {}, []
+
+    def value(a):
+        return a.value if isinstance(a, Literal) else known.get(replace.get(a, a))
+
+    for e in program.eqns:
+        vals = [value(a) for a in e.inputs]
+        if e.inputs and all(v is not None for v in vals) and _foldable(e):
+            outs = e.prim.impl(*vals, **e.params)
+            outs = outs if e.prim.multiple_results else [outs]
+            if all(np.size(o) <= FOLD_LIMIT for o in outs):
+                for var, o in zip(e.outputs, outs):
+                    o = np.asarray(o)
+                    if o.ndim == 0:
+                        replace[var] = Literal(o)
+                    else:
+                        new = Var(var.aval)
+                        replace[var] = new
+                        known[new] = o
+                        extra.append((new, Array(o)))
+                continue
+        eqns.append(e)
+    return _substitute(closed, eqns, replace, extra) if replace else closed
+
+
+def _foldable(e):
+    return e.prim.name not in ("jit_call", "custom_call")
+
+
+# --------------------------------------------------------------------------- simplify
+
+def _is_literal(a, value):
+    return isinstance(a, Literal) and a.value.ndim == 0 and a.value == value
+
+
+def _same_type(a, b):
+    return a.aval.shape == b.aval.shape and a.aval.dtype == b.aval.dtype
+
+
+def simplify(closed):
+    """x + 0, x - 0, x * 1, x / 1 -> x; convert to the same dtype, reshape to the same
+    shape, identity transposes -> x; broadcast of broadcast and transpose of
+    transpose -> one op; reshape of reshape -> one reshape."""
+    program = closed.program
+    producer = {}
+    eqns, replace = [], {}
+
+    def r(a):
+        while not isinstance(a, Literal) and a in replace:
+            a = replace[a]
+        return a
+
+    for e in program.eqns:
+        e = Equation(e.prim, [r(a) for a in e.inputs], e.outputs, e.params)
+        name, ins, out = e.prim.name, e.inputs, e.outputs[0] if e.outputs else None
+        alias = None
+        if name in ("add", "sub") and _is_literal(ins[1], 0) and _same_type(ins[0], out):
+            alias = ins[0]
+        elif name == "add" and _is_literal(ins[0], 0) and _same_type(ins[1], out):
+            alias = ins[1]
+        elif name in ("mul", "div") and _is_literal(ins[1], 1) and _same_type(ins[0], out):
+            alias = ins[0]
+        elif name == "mul" and _is_literal(ins[0], 1) and _same_type(ins[1], out):
+            alias = ins[1]
+        elif name in ("convert_element_type", "reshape", "broadcast_in_dim") \
+                and _same_type(ins[0], out):
+            alias = ins[0]
+        elif name == "transpose" and tuple(e.params["permutation"]) == tuple(range(out.aval.ndim)):
+            alias = ins[0]
+        if alias is not None:
+            replace[out] = alias
+            continue
+        inner = producer.get(ins[0]) if ins and not isinstance(ins[0], Literal) else None
+        if inner is not None and inner.prim.name == name:
+            if name == "transpose":
+                p_in, p_out = inner.params["permutation"], e.params["permutation"]
+                perm = tuple(p_in[i] for i in p_out)
+                e = Equation(e.prim, [inner.inputs[0]], e.outputs, {"permutation": perm})
+                if perm == tuple(range(len(perm))):
+                    replace[out] = inner.inputs[0]
+                    continue
+            elif name == "reshape":
+                e = Equation(e.prim, [inner.inputs[0]], e.outputs, e.params)
+            elif name == "broadcast_in_dim":
+                dims = tuple(e.params["broadcast_dimensions"][d]
+                             for d in inner.params["broadcast_dimensions"])
+                e = Equation(e.prim, [inner.inputs[0]], e.outputs,
+                             {"shape": e.params["shape"], "broadcast_dimensions": dims})
+        for o in e.outputs:
+            producer[o] = e
+        eqns.append(e)
+    return _substitute(closed, eqns, replace) if replace or eqns != program.eqns else closed
+
+
+# --------------------------------------------------------------------------- CSE, DCE
+
+def _atom_key(a):
+    return ("lit",) + a.key() if isinstance(a, Literal) else ("var", id(a))
+
+
+def eliminate_common_subexpressions(closed):
+    program = closed.program
+    seen, eqns, replace = {}, [], {}
+
+    def r(a):
+        return a if isinstance(a, Literal) else replace.get(a, a)
+
+    for e in program.eqns:
+        inputs = [r(a) for a in e.inputs]
+        try:
+            key = (e.prim.name, tuple(_atom_key(a) for a in inputs),
+                   tuple(sorted(e.params.items(), key=lambda kv: kv[0])))
+            hash(key)
+        except TypeError:
+            key = None
+        previous = seen.get(key) if key is not None else None
+        if previous is not None:
+            for old, new in zip(e.outputs, previous.outputs):
+                replace[old] = new
+            continue
+        e = Equation(e.prim, inputs, e.outputs, e.params)
+        if key is not None:
+            seen[key] = e
+        eqns.append(e)
+    return _substitute(closed, eqns, replace) if replace else closed
+
+
+def eliminate_dead_code(closed):
+    program = closed.program
+    live = {a for a in program.outputs if not isinstance(a, Literal)}
+    kept = []
+    for e in reversed(program.eqns):
+        if any(o in live for o in e.outputs):
+            kept.append(e)
+            live.update(a for a in e.inputs if not isinstance(a, Literal))
+    kept.reverse()
+    if len(kept) == len(program.eqns):
+        return closed
+    return ClosedProgram(Program(program.invars, [], [], kept, program.outputs), closed.consts)
