@@ -108,6 +108,8 @@ LEAF = PyTreeDef(None, None, ())
 
 
 def tree_flatten(tree, is_leaf=None):
+    if is_leaf is None and type(tree) not in _registry and not isinstance(tree, (tuple, dict)):
+        return [tree], LEAF     # a lone leaf: the common case of a single array
     leaves = []
     treedef = _flatten(tree, leaves, is_leaf)
     return leaves, treedef

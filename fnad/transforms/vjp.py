@@ -64,6 +64,10 @@ class VJPTracer(Tracer):
 _new = object.__new__
 
 
+def _raw(prim, a):
+    return a._value if type(a) is Array else _concrete_operand(prim, a)
+
+
 def _tracer(trace, out, primal, rule, params, args, parents, needed, node=None, index=None):
     t = _new(VJPTracer)
     t._trace, t.out, t._primal, t.node, t.index = trace, out, primal, node, index
@@ -127,19 +131,26 @@ class VJPTrace(Trace):
         """process when the parent is plain evaluation. The tape keeps the raw numpy
         values, so the backward pass (if it too runs outside any transform) works on
         numpy end to end: each rule op is a numpy call, not a dispatch."""
-        values, parents, needed, tracked = [], [], [], False
-        for a in args:
-            if type(a) is VJPTracer and a._trace is self:
-                values.append(a.out)
-                parents.append(a)
-                needed.append(True)
-                tracked = True
-            else:
-                values.append(a._value if type(a) is Array else _concrete_operand(prim, a))
-                parents.append(None)
-                needed.append(False)
-        if not tracked:
-            return prim.eval(args, params)
+        if len(args) == 1:      # unrolled for the common arities: this runs per op
+            a, = args
+            if not (type(a) is VJPTracer and a._trace is self):
+                return prim.eval(args, params)
+            values, parents, needed = (a.out,), args, (True,)
+        elif len(args) == 2:
+            a, b = args
+            own_a = type(a) is VJPTracer and a._trace is self
+            own_b = type(b) is VJPTracer and b._trace is self
+            if not (own_a or own_b):
+                return prim.eval(args, params)
+            values = (a.out if own_a else _raw(prim, a), b.out if own_b else _raw(prim, b))
+            parents = (a if own_a else None, b if own_b else None)
+            needed = (own_a, own_b)
+        else:
+            needed = tuple(type(a) is VJPTracer and a._trace is self for a in args)
+            if not any(needed):
+                return prim.eval(args, params)
+            values = tuple(a.out if own else _raw(prim, a) for a, own in zip(args, needed))
+            parents = tuple(a if own else None for a, own in zip(args, needed))
         out = prim.run(values, params, args)
         if prim.multiple_results:
             out = [o if type(o) is np.ndarray else np.asarray(o) for o in out]
