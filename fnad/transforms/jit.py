@@ -78,7 +78,7 @@ class StagingTrace(Trace):
     def process_custom(self, rules, args):
         avals = [get_aval(a) for a in args]
         sub = stage_flat(lambda *xs: rules.fun(list(xs)), avals)
-        return custom_call_p.bind(*args, rules=rules, program=sub)
+        return self.process(custom_call_p, args, {"rules": rules, "program": sub})
 
 
 def stage_flat(flat_fun, avals):
@@ -142,6 +142,11 @@ def _float_positions(avals):
     return [i for i, a in enumerate(avals) if a.dtype.kind == "f"]
 
 
+def optimize(closed):
+    from .optimize import optimize as run_passes
+    return run_passes(closed)
+
+
 @functools.lru_cache(maxsize=None)
 def _derivative_program(program, kind):
     """The staged JVP or VJP of a program, cached per program."""
@@ -163,14 +168,14 @@ def _derivative_program(program, kind):
                 return run(xs)
             outs, t_outs = jvp(on_floats, tuple(primals[i] for i in floats), tuple(tangents))
             return list(outs) + list(t_outs)
-        return stage_flat(jvp_fun, avals + [avals[i] for i in floats])
+        return optimize(stage_flat(jvp_fun, avals + [avals[i] for i in floats]))
 
     out_avals = program.out_avals
 
     def vjp_fun(*args_and_cts):
         args, cts = args_and_cts[:n], args_and_cts[n:]
         return [c for c in pullback_floats(run, list(args), list(cts)) if c is not None]
-    return stage_flat(vjp_fun, avals + list(out_avals))
+    return optimize(stage_flat(vjp_fun, avals + list(out_avals)))
 
 
 def _jit_call_jvp(primals, tangents, program):
@@ -237,10 +242,10 @@ class Jitted:
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
         positions = [i for i in range(len(args)) if i not in self.static_argnums]
         dynamic = [args[i] for i in positions]
-        return tuple(static), positions, dynamic, dyn_kwargs
+        return tuple(static), positions, dynamic, dyn_kwargs, static_kw
 
     def _stage(self, args, kwargs):
-        static, positions, dynamic, dyn_kwargs = self._split(args, kwargs)
+        static, positions, dynamic, dyn_kwargs, static_kw = self._split(args, kwargs)
         flat, in_tree = tree_flatten((dynamic, dyn_kwargs))
         flat = [as_value(x, "jit argument") for x in flat]
         avals = tuple(ShapedArray(x.shape, x.dtype) for x in flat)
@@ -250,10 +255,10 @@ class Jitted:
             if config.explain_cache_misses and self.cache:
                 print(f"fnad.jit: tracing {self.__name__} again: no cached trace for "
                       f"{_describe(avals)} with static args {static}")
-            entry = self.cache[key] = self._trace(args, positions, in_tree, avals)
+            entry = self.cache[key] = self._trace(args, static_kw, positions, in_tree, avals)
         return entry, flat
 
-    def _trace(self, args, positions, in_tree, avals):
+    def _trace(self, args, static_kw, positions, in_tree, avals):
         self.trace_count += 1
         out_tree_cell = []
 
@@ -262,14 +267,12 @@ class Jitted:
             full = list(args)
             for i, d in zip(positions, dyn):
                 full[i] = d
-            out = self.fun(*full, **kw)
+            out = self.fun(*full, **kw, **static_kw)
             flat_out, out_tree = tree_flatten(out)
             out_tree_cell.append(out_tree)
             return flat_out
 
-        closed = stage_flat(flat_fun, list(avals))
-        from .optimize import optimize
-        closed = optimize(closed)
+        closed = optimize(stage_flat(flat_fun, list(avals)))
         return closed, out_tree_cell[0]
 
     def __call__(self, *args, **kwargs):

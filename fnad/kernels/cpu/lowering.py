@@ -166,8 +166,13 @@ class KernelSource:
         for e in group.eqns:
             out = e.outputs[0]
             if e.prim.index_map is not None:
-                index_of[out] = (e.inputs[0], e.prim.index_map(idx, e.inputs[0].aval.shape,
-                                                                **e.params))
+                src = e.inputs[0]
+                if src in names:    # computed in this loop nest: same shape, same index
+                    names[out] = names[src]
+                    if out in materialize:
+                        store(out, names[out])
+                    continue
+                index_of[out] = (src, e.prim.index_map(idx, src.aval.shape, **e.params))
                 if out in materialize:
                     names[out] = load(out)
                     store(out, names[out])
@@ -238,20 +243,9 @@ def load_kernel(source):
     return module.kernel
 
 
-def _count_compiles(kernel, before):
-    stats_ = kernel.stats
-    misses = sum(stats_.cache_misses.values())
-    hits = sum(stats_.cache_hits.values())
-    new_misses, new_hits = misses - before[0], hits - before[1]
-    stats["kernels_compiled"] += new_misses
-    stats["kernels_loaded"] += new_hits
-    if new_misses and config.log_compiles:
-        print(f"fnad: compiled a fused kernel ({kernel.py_func.__module__})")
-
-
 class _KernelCall:
-    """Calls a kernel, counting Numba compiles and disk-cache loads on first use per
-    signature."""
+    """Calls a kernel; on its first call, counts whether Numba compiled it or loaded
+    it from the disk cache."""
 
     def __init__(self, kernel):
         self.kernel = kernel
@@ -260,10 +254,14 @@ class _KernelCall:
     def __call__(self, *args):
         if self.warm:
             return self.kernel(*args)
-        before = (sum(self.kernel.stats.cache_misses.values()),
-                  sum(self.kernel.stats.cache_hits.values()))
+        stats_ = self.kernel.stats
+        misses, hits = sum(stats_.cache_misses.values()), sum(stats_.cache_hits.values())
         out = self.kernel(*args)
-        _count_compiles(self.kernel, before)
+        new_misses = sum(stats_.cache_misses.values()) - misses
+        stats["kernels_compiled"] += new_misses
+        stats["kernels_loaded"] += sum(stats_.cache_hits.values()) - hits
+        if new_misses and config.log_compiles:
+            print(f"fnad: compiled fused kernel {self.kernel.py_func.__module__}")
         self.warm = True
         return out
 
@@ -279,9 +277,7 @@ class Executable:
         self.namespace = {"np": np}
         steps = partition(program)
         materialize = _materialized(program, steps)
-        lines = []
-        names = {}
-        kernel_sources = []
+        lines, names, kernel_sources = [], {}, []
 
         def name(a):
             if isinstance(a, Literal):
@@ -292,26 +288,12 @@ class Executable:
 
         for i, v in enumerate(program.invars):
             names[v] = f"a{i}"
+            if not v.aval.shape:    # numpy hands out scalars for 0-d results
+                lines.append(f"a{i} = np.asarray(a{i})")
         for step in steps:
             if isinstance(step, Group):
-                kernel = KernelSource(step, materialize[step])
-                k = f"k{len(kernel_sources)}"
-                kernel_sources.append(kernel.source)
-                self.namespace[k] = _KernelCall(load_kernel(kernel.source))
-                outs = []
-                for slot, (var, axes) in enumerate(kernel.outputs):
-                    v = names[var] = f"v{len(names)}"
-                    shape, dtype = var.aval.shape, var.aval.dtype
-                    if slot in kernel.reduce_identity:
-                        fill = kernel.reduce_identity[slot]
-                        self.namespace[f"fill_{v}"] = fill
-                        lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
-                    else:
-                        lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
-                    outs.append(v)
-                ins = [name(a) for a in kernel.inputs]
-                sizes = [str(n) for n in step.shape]
-                lines.append(f"{k}({', '.join(ins + outs + sizes)})")
+                lines += self._kernel_call(step, materialize[step], name, names,
+                                           kernel_sources)
             else:
                 lines += self._library_call(step, name, names)
         outs = ", ".join(name(a) for a in program.outputs)
@@ -329,98 +311,30 @@ class Executable:
                   f"{len(kernel_sources)} fused kernels and "
                   f"{sum(1 for s in steps if not isinstance(s, Group))} library calls")
 
-    def _library_call(self, e, name, names):
-        fn = f"f{len(self.namespace)}"
-        params = e.params
-
-        def call(*args, _impl=e.prim.impl, _params=params):
-            return _impl(*args, **_params)
-        self.namespace[fn] = call
-        outs = [f"v{len(names) + i}" for i in range(len(e.outputs))]
-        for v, o in zip(e.outputs, outs):
-            names[v] = o
-        ins = ", ".join(name(a) for a in e.inputs)
-        if e.prim.multiple_results:
-            return [f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {fn}({ins})"]
-        return [f"{outs[0]} = {fn}({ins})"]
-
-    def __call__(self, *args):
-        if self.warm:
-            return self.kernel(*args)
-        before = (sum(self.kernel.stats.cache_misses.values()),
-                  sum(self.kernel.stats.cache_hits.values()))
-        out = self.kernel(*args)
-        _count_compiles(self.kernel, before)
-        self.warm = True
-        return out
-
-
-# --------------------------------------------------------------------------- driver
-
-class Executable:
-    """A Program lowered to a Python driver over fused kernels and library calls."""
-
-    def __init__(self, program):
-        stats["programs_lowered"] += 1
-        self.program = program
-        self.namespace = {"np": np}
-        steps = partition(program)
-        materialize = _materialized(program, steps)
-        lines = []
-        names = {}
-        kernel_sources = []
-
-        def name(a):
-            if isinstance(a, Literal):
-                key = f"c{len(self.namespace)}"
-                self.namespace[key] = a.value
-                return key
-            return names[a]
-
-        for i, v in enumerate(program.invars):
-            names[v] = f"a{i}"
-        for step in steps:
-            if isinstance(step, Group):
-                kernel = KernelSource(step, materialize[step])
-                k = f"k{len(kernel_sources)}"
-                kernel_sources.append(kernel.source)
-                self.namespace[k] = _KernelCall(load_kernel(kernel.source))
-                outs = []
-                for slot, (var, axes) in enumerate(kernel.outputs):
-                    v = names[var] = f"v{len(names)}"
-                    shape, dtype = var.aval.shape, var.aval.dtype
-                    if slot in kernel.reduce_identity:
-                        fill = kernel.reduce_identity[slot]
-                        self.namespace[f"fill_{v}"] = fill
-                        lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
-                    else:
-                        lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
-                    outs.append(v)
-                ins = [name(a) for a in kernel.inputs]
-                sizes = [str(n) for n in step.shape]
-                lines.append(f"{k}({', '.join(ins + outs + sizes)})")
+    def _kernel_call(self, group, materialize, name, names, kernel_sources):
+        kernel = KernelSource(group, materialize)
+        k = f"k{len(kernel_sources)}"
+        kernel_sources.append(kernel.source)
+        self.namespace[k] = _KernelCall(load_kernel(kernel.source))
+        lines, outs = [], []
+        for slot, (var, axes) in enumerate(kernel.outputs):
+            v = names[var] = f"v{len(names)}"
+            shape, dtype = var.aval.shape, var.aval.dtype
+            if slot in kernel.reduce_identity:
+                self.namespace[f"fill_{v}"] = kernel.reduce_identity[slot]
+                lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
             else:
-                lines += self._library_call(step, name, names)
-        outs = ", ".join(name(a) for a in program.outputs)
-        args = ", ".join(f"a{i}" for i in range(len(program.invars)))
-        driver = [f"def run({args}):"] + ["    " + line for line in lines] + \
-            [f"    return [{outs}]"]
-        self.driver_source = "\n".join(driver) + "\n"
-        exec(compile(self.driver_source, "<fnad driver>", "exec"), self.namespace)
-        self.run = self.namespace["run"]
-        self.kernel_sources = kernel_sources
-        self.source = "\n\n".join(["# driver", self.driver_source] + [
-            f"# fused kernel k{i}\n{s}" for i, s in enumerate(kernel_sources)])
-        if config.log_compiles:
-            print(f"fnad: lowered a program of {len(program.eqns)} equations to "
-                  f"{len(kernel_sources)} fused kernels and "
-                  f"{sum(1 for s in steps if not isinstance(s, Group))} library calls")
+                lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
+            outs.append(v)
+        ins = [name(a) for a in kernel.inputs]
+        sizes = [str(n) for n in group.shape]
+        lines.append(f"{k}({', '.join(ins + outs + sizes)})")
+        return lines
 
     def _library_call(self, e, name, names):
         fn = f"f{len(self.namespace)}"
-        params = e.params
 
-        def call(*args, _impl=e.prim.impl, _params=params):
+        def call(*args, _impl=e.prim.impl, _params=e.params):
             return _impl(*args, **_params)
         self.namespace[fn] = call
         outs = [f"v{len(names) + i}" for i in range(len(e.outputs))]
@@ -428,33 +342,11 @@ class Executable:
             names[v] = o
         ins = ", ".join(name(a) for a in e.inputs)
         if e.prim.multiple_results:
-            return [f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {fn}({ins})"]
-        return [f"{outs[0]} = {fn}({ins})"]
-
-    @staticmethod
-    def _uses_outside_groups(program):
-        """For each group, the vars it must write to memory: used by a later step or
-        returned."""
-        steps = partition(program)
-        owner = {}
-        for step in steps:
-            if isinstance(step, Group):
-                for e in step.eqns:
-                    for o in e.outputs:
-                        owner[o] = step
-        needed = {step: set() for step in steps if isinstance(step, Group)}
-        for step in steps:
-            eqns = step.eqns if isinstance(step, Group) else [step]
-            for e in eqns:
-                for a in e.inputs:
-                    g = owner.get(a) if not isinstance(a, Literal) else None
-                    if g is not None and g is not step:
-                        needed[g].add(a)
-        for a in program.outputs:
-            g = owner.get(a) if not isinstance(a, Literal) else None
-            if g is not None:
-                needed[g].add(a)
-        return _GroupUses(steps, needed)
+            lines = [f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {fn}({ins})"]
+        else:
+            lines = [f"{outs[0]} = {fn}({ins})"]
+        return lines + [f"{o} = np.asarray({o})" for o, v in zip(outs, e.outputs)
+                        if not v.aval.shape]
 
     def __call__(self, *args):
         return self.run(*args)
