@@ -88,3 +88,7 @@ def argmin(x, axis, index_dtype):
 
 from .primitives.sort import sort, sort_key_val, argsort  # noqa: E402,F401
 from . import lax_linalg as linalg  # noqa: E402,F401
+from .primitives.index import (  # noqa: E402,F401
+    gather, scatter, scatter_add, scatter_mul, scatter_min, scatter_max, dynamic_slice,
+    dynamic_update_slice, dynamic_slice_in_dim, dynamic_index_in_dim,
+    dynamic_update_slice_in_dim, dynamic_update_index_in_dim)

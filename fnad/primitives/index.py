@@ -4,9 +4,9 @@ Addressing, shared by gather and every scatter: `indices` has shape batch + (k,)
 with k <= operand.ndim, and the index vector indices[b] names a position in the k
 leading axes of the operand:
 
-    gather(operand, indices)[b, ...]  =  operand[indices[b, 0], ..., indices[b, k-1], ...]
-    scatter_<op>(operand, indices, updates):  out = copy of operand, then for b in order
-                                              out[indices[b, 0], ..., indices[b, k-1], ...] <op>= updates[b, ...]
+    gather(operand, indices)[b, ...] = operand[indices[b, 0], ..., indices[b, k-1], ...]
+    scatter_<op>(operand, indices, updates): out = a copy of operand, then for each b
+        in order, out[indices[b, 0], ..., indices[b, k-1], ...] <op>= updates[b, ...]
 
 so gather's output and scatter's `updates` have shape batch + operand.shape[k:].
 fnad.numpy reaches numpy's advanced indexing, take, take_along_axis and `.at[]` by
@@ -26,6 +26,8 @@ dynamic_slice and dynamic_update_slice take one scalar integer start per axis as
 positional operands (so they may be traced); a start in [-n, 0) counts from the end
 and the slice is then shifted to lie inside the operand, as in JAX.
 """
+import math
+
 import numpy as np
 
 from ..array import Array
@@ -34,7 +36,7 @@ from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import index as kernels
 from ._rules import instantiate, add_tangents
 from . import shape as S
-from .elementwise import select_p, convert_element_type_p, eq_p
+from .elementwise import select_p, convert_element_type_p, eq_p, lt_p, add_p, clamp_p
 
 _MODES = {"clip": "clip", "promise_in_bounds": "clip", "fill": "fill", "drop": "fill"}
 
@@ -47,16 +49,54 @@ def _mode(mode):
                          f"(alias 'drop')") from None
 
 
-def _prod(shape):
-    return int(np.prod(shape, dtype=np.int64))
+def _full(shape, value, dtype):
+    # A broadcast scalar: no memory until a scatter writes into a copy of it.
+    return Array(np.broadcast_to(np.asarray(value, dtype), tuple(shape)))
 
 
 def _zeros(shape, dtype):
-    return Array(np.zeros(shape, dtype))
+    return _full(shape, 0, dtype)
+
+
+def _writable_copy(x):
+    if x.size > 1 and not any(x.strides):   # a broadcast scalar, e.g. from _zeros
+        value = x.flat[0]
+        return np.zeros(x.shape, x.dtype) if value == 0 else np.full(x.shape, value)
+    return np.array(x, order="C", copy=True)
 
 
 def _as(mask, like):
     return convert_element_type_p.bind(mask, new_dtype=like.dtype)
+
+
+# --------------------------------------------------------------------------- batching helpers
+
+def _move_axis(x, src, dst, size):
+    """x with its batch axis moved from src to dst; an unbatched x (src None) is
+    broadcast along a new axis dst of length size."""
+    shape = list(x.shape)
+    if src is None:
+        shape.insert(dst, size)
+        return S.broadcast_in_dim(x, tuple(shape), tuple(i for i in range(len(shape))
+                                                         if i != dst))
+    if src == dst:
+        return x
+    perm = [i for i in range(len(shape)) if i != src]
+    perm.insert(dst, src)
+    return S.transpose(x, tuple(perm))
+
+
+def _batch_size(args, batch_dims):
+    return next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
+
+
+def _with_batch_coordinate(indices):
+    """Indices (B, batch..., k) -> (B, batch..., 1 + k), the first coordinate b."""
+    shape = tuple(indices.shape)
+    if np.iinfo(indices.dtype).max < shape[0]:
+        indices = convert_element_type_p.bind(indices, new_dtype=np.dtype(np.int64))
+    iota = S.iota(indices.dtype, shape[:-1] + (1,), 0)
+    return S.concatenate([iota, indices], len(shape) - 1)
 
 
 # --------------------------------------------------------------------------- shape rules
@@ -95,32 +135,37 @@ def _scatter_shape(name, kinds):
 
 # --------------------------------------------------------------------------- kernels
 
-def _rows(operand_shape, indices, mode):
-    """Row numbers of the index vectors in the operand seen as (rows, row length)."""
+_KERNEL_INDEX_TYPES = {np.dtype(np.int32).char, np.dtype(np.int64).char}
+
+
+def _kernel_rows(operand_shape, indices, mode):
+    """(row numbers in the operand's table, the kernel mode to read them with)."""
     k = indices.shape[-1]
     dims = np.asarray(operand_shape[:k], np.int64)
-    vectors = indices.reshape(_prod(indices.shape[:-1]), k)
-    if vectors.dtype not in (np.int32, np.int64):
+    vectors = indices.reshape(math.prod(indices.shape[:-1]), k)
+    if vectors.dtype.char not in _KERNEL_INDEX_TYPES:
         vectors = vectors.astype(np.int64)
     if mode == "clip" and vectors.shape[0] and not dims.all():
         raise IndexError(f"cannot index into an axis of size 0 (operand shape "
                          f"{tuple(operand_shape)})")
-    return kernels.flat_rows(vectors, dims, kernels.CLIP if mode == "clip" else kernels.FILL)
+    kernel_mode = kernels.CLIP if mode == "clip" else kernels.FILL
+    if k == 1:
+        return vectors[:, 0], kernel_mode
+    return kernels.flat_rows(vectors, dims, kernel_mode), kernels.FILL
+
+
+def _as_table(x, k):
+    """x as (rows, row length): the k leading axes flattened, and the rest."""
+    return x.reshape(math.prod(x.shape[:k]), math.prod(x.shape[k:]))
 
 
 def _gather_impl(operand, indices, mode):
-    out_aval = _gather_shape(operand, indices, mode)
-    k = indices.shape[-1]
-    rows = _rows(operand.shape, indices, mode)
-    table = operand.reshape((_prod(operand.shape[:k]),) + operand.shape[k:])
-    if mode == "fill":
-        missing = rows < 0
-        if missing.any():
-            out = np.take(table, np.where(missing, 0, rows), axis=0) if len(table) else \
-                np.zeros((len(rows),) + table.shape[1:], operand.dtype)
-            out[missing] = 0
-            return out.reshape(out_aval.shape)
-    return np.take(table, rows, axis=0).reshape(out_aval.shape)
+    shape = _gather_shape(operand, indices, mode).shape
+    rows, kernel_mode = _kernel_rows(operand.shape, indices, mode)
+    out = np.empty(shape, operand.dtype)
+    kernels.gather_rows(_as_table(operand, indices.shape[-1]), rows, kernel_mode,
+                        _as_table(out, indices.ndim - 1))
+    return out
 
 
 def _scatter_impl(name, op, kinds):
@@ -128,12 +173,10 @@ def _scatter_impl(name, op, kinds):
 
     def impl(operand, indices, updates, mode, unique_indices):
         check(operand, indices, updates, mode, unique_indices)
-        k = indices.shape[-1]
-        out = np.array(operand, order="C", copy=True)
-        rows = _rows(operand.shape, indices, mode)
-        length = _prod(operand.shape[k:])
-        kernels.scatter_rows(out.reshape(_prod(operand.shape[:k]), length), rows,
-                             np.ascontiguousarray(updates).reshape(len(rows), length), op)
+        rows, kernel_mode = _kernel_rows(operand.shape, indices, mode)
+        out = _writable_copy(operand)
+        kernels.scatter_rows(_as_table(out, indices.shape[-1]), rows, kernel_mode,
+                             _as_table(updates, indices.ndim - 1), op)
         return out
     return impl
 
@@ -152,8 +195,22 @@ def _gather_vjp(g, out, operand, indices, mode):
                                unique_indices=False), None)
 
 
+def _gather_batch(args, batch_dims, mode):
+    operand, indices = args
+    operand_dim, indices_dim = batch_dims
+    if indices_dim is None:     # the batch axis rides along as part of each row
+        k = indices.shape[-1]
+        operand = _move_axis(operand, operand_dim, k, None)
+        return gather_p.bind(operand, indices, mode=mode), len(indices.shape) - 1
+    indices = _move_axis(indices, indices_dim, 0, None)
+    if operand_dim is None:
+        return gather_p.bind(operand, indices, mode=mode), 0
+    operand = _move_axis(operand, operand_dim, 0, None)
+    return gather_p.bind(operand, _with_batch_coordinate(indices), mode=mode), 0
+
+
 gather_p = Primitive("gather", abstract_eval=_gather_shape, impl=_gather_impl,
-                     jvp=_gather_jvp, vjp=_gather_vjp)
+                     jvp=_gather_jvp, vjp=_gather_vjp, batch=_gather_batch)
 
 
 # --------------------------------------------------------------------------- scatter rules
@@ -167,8 +224,8 @@ def _along_batch(mask, indices, like):
 def _winners(operand, indices, mode):
     """For each index vector: is its update the one a replacing scatter keeps?"""
     batch, k = tuple(indices.shape[:-1]), indices.shape[-1]
-    ids = Array(np.arange(_prod(batch), dtype=np.int64).reshape(batch))
-    slots = Array(np.full(tuple(operand.shape[:k]), -1, np.int64))
+    ids = Array(np.arange(math.prod(batch), dtype=np.int64).reshape(batch))
+    slots = _full(operand.shape[:k], -1, np.int64)
     kept = scatter_p.bind(slots, indices, ids, mode=mode, unique_indices=False)
     return eq_p.bind(gather_p.bind(kept, indices, mode=mode), ids)
 
@@ -215,7 +272,7 @@ def _mul_partials(operand, indices, updates, params):
     zero, one = np.zeros((), dtype), np.ones((), dtype)
     is_zero = eq_p.bind(updates, zero)
     safe = select_p.bind(is_zero, one, updates)
-    nonzero_product = scatter_mul_p.bind(Array(np.ones(operand.shape, dtype)), indices, safe,
+    nonzero_product = scatter_mul_p.bind(_full(operand.shape, 1, dtype), indices, safe,
                                          **params)
     zero_count = scatter_add_p.bind(_zeros(operand.shape, dtype), indices,
                                     _as(is_zero, updates), **params)
@@ -262,7 +319,7 @@ def _extremum_rules(name):
     def jvp(primals, tangents, **params):
         operand, indices, updates = primals
         t_op, _, t_up = tangents
-        out = PRIMITIVES[name].bind(operand, indices, updates, **params)
+        out = SCATTERS[name].bind(operand, indices, updates, **params)
         w_operand, hit_updates, count = _extremum_weights(out, operand, indices, updates,
                                                           params)
         t = None if t_op is None else t_op * w_operand
@@ -279,6 +336,24 @@ def _extremum_rules(name):
     return jvp, vjp
 
 
+def _scatter_batch(name):
+    def batch(args, batch_dims, **params):
+        operand, indices, updates = args
+        operand_dim, indices_dim, updates_dim = batch_dims
+        size = _batch_size(args, batch_dims)
+        prim = SCATTERS[name]
+        if indices_dim is None:     # the batch axis rides along as part of each row
+            k, nb = indices.shape[-1], len(indices.shape) - 1
+            operand = _move_axis(operand, operand_dim, k, size)
+            updates = _move_axis(updates, updates_dim, nb, size)
+            return prim.bind(operand, indices, updates, **params), k
+        indices = _with_batch_coordinate(_move_axis(indices, indices_dim, 0, size))
+        operand = _move_axis(operand, operand_dim, 0, size)
+        updates = _move_axis(updates, updates_dim, 0, size)
+        return prim.bind(operand, indices, updates, **params), 0
+    return batch
+
+
 # --------------------------------------------------------------------------- the scatter table
 
 _min_jvp, _min_vjp = _extremum_rules("scatter_min")
@@ -291,10 +366,11 @@ _SCATTERS = [("scatter",     kernels.SET, "biuf", _set_jvp, _set_vjp),
              ("scatter_min", kernels.MIN, "biuf", _min_jvp, _min_vjp),
              ("scatter_max", kernels.MAX, "biuf", _max_jvp, _max_vjp)]
 
-PRIMITIVES = {name: Primitive(name, abstract_eval=_scatter_shape(name, kinds),
-                              impl=_scatter_impl(name, op, kinds), jvp=jvp, vjp=vjp)
-              for name, op, kinds, jvp, vjp in _SCATTERS}
-scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p = PRIMITIVES.values()
+SCATTERS = {name: Primitive(name, abstract_eval=_scatter_shape(name, kinds),
+                            impl=_scatter_impl(name, op, kinds), jvp=jvp, vjp=vjp,
+                            batch=_scatter_batch(name))
+            for name, op, kinds, jvp, vjp in _SCATTERS}
+scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p = SCATTERS.values()
 
 
 # --------------------------------------------------------------------------- dynamic_slice
@@ -345,9 +421,39 @@ def _dynamic_slice_vjp(g, out, operand, *starts, slice_sizes):
     return (g_operand,) + (None,) * len(starts)
 
 
+def _window_indices(shape, sizes, starts, start_dims, size):
+    """Coordinates (size, *sizes, 1 + len(shape)) of every element of each example's
+    window, with the starts normalized and clamped as dynamic_slice does."""
+    out_shape = (size,) + tuple(sizes)
+    int64 = np.dtype(np.int64)
+    zero = np.zeros((), int64)
+    columns = [S.iota(int64, out_shape, 0)]
+    for j, (n, m, start, d) in enumerate(zip(shape, sizes, starts, start_dims)):
+        start = convert_element_type_p.bind(_move_axis(start, d, 0, size), new_dtype=int64)
+        start = select_p.bind(lt_p.bind(start, zero), add_p.bind(start, np.asarray(n, int64)),
+                              start)
+        start = clamp_p.bind(zero, start, np.asarray(n - m, int64))
+        columns.append(add_p.bind(S.broadcast_in_dim(start, out_shape, (0,)),
+                                  S.iota(int64, out_shape, j + 1)))
+    last = len(out_shape)
+    return S.concatenate([S.expand_dims(c, (last,)) for c in columns], last)
+
+
+def _dynamic_slice_batch(args, batch_dims, slice_sizes):
+    operand, *starts = args
+    operand_dim, *start_dims = batch_dims
+    size = _batch_size(args, batch_dims)
+    operand = _move_axis(operand, operand_dim, 0, size)
+    if all(d is None for d in start_dims):
+        return dynamic_slice_p.bind(operand, np.zeros((), np.int64), *starts,
+                                    slice_sizes=(size,) + tuple(slice_sizes)), 0
+    indices = _window_indices(operand.shape[1:], slice_sizes, starts, start_dims, size)
+    return gather_p.bind(operand, indices, mode="clip"), 0
+
+
 dynamic_slice_p = Primitive("dynamic_slice", abstract_eval=_dynamic_slice_shape,
                             impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
-                            vjp=_dynamic_slice_vjp)
+                            vjp=_dynamic_slice_vjp, batch=_dynamic_slice_batch)
 
 
 def _dynamic_update_slice_shape(operand, update, *starts):
@@ -360,7 +466,7 @@ def _dynamic_update_slice_shape(operand, update, *starts):
 
 def _dynamic_update_slice_impl(operand, update, *starts):
     _dynamic_update_slice_shape(operand, update, *starts)
-    out = np.array(operand, copy=True)
+    out = _writable_copy(operand)
     out[_clamped(operand.shape, update.shape, starts)] = update
     return out
 
@@ -381,10 +487,23 @@ def _dynamic_update_slice_vjp(g, out, operand, update, *starts):
     return (g_operand, g_update) + (None,) * len(starts)
 
 
+def _dynamic_update_slice_batch(args, batch_dims):
+    operand, update, *starts = args
+    operand_dim, update_dim, *start_dims = batch_dims
+    size = _batch_size(args, batch_dims)
+    operand = _move_axis(operand, operand_dim, 0, size)
+    update = _move_axis(update, update_dim, 0, size)
+    if all(d is None for d in start_dims):
+        return dynamic_update_slice_p.bind(operand, update, np.zeros((), np.int64),
+                                           *starts), 0
+    indices = _window_indices(operand.shape[1:], update.shape[1:], starts, start_dims, size)
+    return scatter_p.bind(operand, indices, update, mode="clip", unique_indices=True), 0
+
+
 dynamic_update_slice_p = Primitive(
     "dynamic_update_slice", abstract_eval=_dynamic_update_slice_shape,
     impl=_dynamic_update_slice_impl, jvp=_dynamic_update_slice_jvp,
-    vjp=_dynamic_update_slice_vjp)
+    vjp=_dynamic_update_slice_vjp, batch=_dynamic_update_slice_batch)
 
 
 # --------------------------------------------------------------------------- lax-style functions

@@ -1,8 +1,10 @@
 """Kernels for gather and scatter.
 
-Both work on the operand seen as rows: the k indexed axes are flattened into one
-row number (`flat_rows`), the remaining axes into the row's length. Compiled
-lazily on first use, once per dtype, and cached on disk by Numba."""
+Both see the operand as a table: the k indexed axes flatten into one row number,
+the remaining axes into the row. With k = 1 the user's indices are the row numbers;
+otherwise `flat_rows` combines the k coordinates first. Compiled lazily on first
+use, once per dtype, and cached on disk by Numba. As fast as numpy's fancy indexing
+and `take`, and several times faster than `np.add.at` / `np.maximum.at` on rows."""
 import numba
 import numpy as np
 
@@ -10,57 +12,88 @@ CLIP, FILL = 0, 1
 SET, ADD, MUL, MIN, MAX = 0, 1, 2, 3, 4
 
 
+@numba.njit(cache=True, inline="always")
+def _row(i, n, mode):
+    """An index in [-n, 0) counts from the end; other out-of-range indices are clamped
+    (CLIP) or give -1 (FILL: read as zero, write dropped)."""
+    i = np.int64(i)
+    if i < 0:
+        i += n
+    if i < 0 or i >= n:
+        if mode == CLIP:
+            return 0 if i < 0 else n - 1
+        return -1
+    return i
+
+
+@numba.njit(cache=True, inline="always")
+def _combine(current, update, op):
+    # op is the same on every call of a kernel; LLVM hoists the branch out of the loop.
+    if op == SET:
+        return update
+    if op == ADD:
+        return current + update
+    if op == MUL:
+        return current * update
+    if op == MIN:   # NaN propagates, as in np.minimum
+        return current if (current < update or current != current) else update
+    return current if (current > update or current != current) else update
+
+
 @numba.njit(cache=True)
 def flat_rows(indices, dims, mode):
-    """Row number of each index vector indices[b, :] into an array of shape dims.
-
-    An index i in [-n, 0) counts from the end. Any other out-of-range index is
-    clamped (mode CLIP) or makes the row -1 (mode FILL: read as zero, write dropped)."""
+    """Row numbers of the index vectors indices[b, :] into an array of shape dims;
+    a vector with a dropped (FILL) coordinate gets the out-of-range row prod(dims)."""
     count, k = indices.shape
+    total = 1
+    for j in range(k):
+        total *= dims[j]
     rows = np.empty(count, np.int64)
     for b in range(count):
         row = 0
-        inside = True
         for j in range(k):
-            n = dims[j]
-            i = np.int64(indices[b, j])
+            i = _row(indices[b, j], dims[j], mode)
             if i < 0:
-                i += n
-            if i < 0 or i >= n:
-                if mode == CLIP:
-                    i = 0 if i < 0 else n - 1
-                else:
-                    inside = False
-            row = row * n + i
-        rows[b] = row if inside else -1
+                row = total
+                break
+            row = row * dims[j] + i
+        rows[b] = row
     return rows
 
 
 @numba.njit(cache=True)
-def scatter_rows(out, rows, updates, op):
-    """out[rows[b], :] op= updates[b, :] in order b = 0, 1, ...; rows[b] = -1 is skipped.
+def gather_rows(table, rows, mode, out):
+    """out[b, :] = table[rows[b], :]; zeros where the row is missing."""
+    n, length = table.shape
+    if length == 1:
+        column, result = table[:, 0], out[:, 0]
+        for b in range(rows.shape[0]):
+            i = _row(rows[b], n, mode)
+            result[b] = column[i] if i >= 0 else 0
+    else:
+        for b in range(rows.shape[0]):
+            i = _row(rows[b], n, mode)
+            if i < 0:
+                out[b, :] = 0
+            else:
+                for r in range(length):
+                    out[b, r] = table[i, r]
 
-    Sequential order makes SET deterministic: the last update to a row wins.
-    MIN and MAX propagate NaN, like np.minimum and np.maximum."""
-    count, length = updates.shape
-    for b in range(count):
-        i = rows[b]
-        if i < 0:
-            continue
-        if op == SET:
-            for r in range(length):
-                out[i, r] = updates[b, r]
-        elif op == ADD:
-            for r in range(length):
-                out[i, r] += updates[b, r]
-        elif op == MUL:
-            for r in range(length):
-                out[i, r] *= updates[b, r]
-        elif op == MIN:
-            for r in range(length):
-                a, u = out[i, r], updates[b, r]
-                out[i, r] = a if (a < u or a != a) else u
-        else:
-            for r in range(length):
-                a, u = out[i, r], updates[b, r]
-                out[i, r] = a if (a > u or a != a) else u
+
+@numba.njit(cache=True)
+def scatter_rows(out, rows, mode, updates, op):
+    """out[rows[b], :] op= updates[b, :] for b = 0, 1, ... in order; missing rows are
+    skipped. The order makes SET deterministic: the last update to a row wins."""
+    n, length = out.shape
+    if length == 1:
+        column, values = out[:, 0], updates[:, 0]
+        for b in range(rows.shape[0]):
+            i = _row(rows[b], n, mode)
+            if i >= 0:
+                column[i] = _combine(column[i], values[b], op)
+    else:
+        for b in range(rows.shape[0]):
+            i = _row(rows[b], n, mode)
+            if i >= 0:
+                for r in range(length):
+                    out[i, r] = _combine(out[i, r], updates[b, r], op)
