@@ -133,8 +133,16 @@ def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None):
     def vjp(g, out, x, y, needed=(True, True)):
         if dx is None:
             return None, None
-        return (sum_to_shape(g * dx(x, y, out), x.shape) if needed[0] else None,
-                sum_to_shape(g * dy(x, y, out), y.shape) if needed[1] else None)
+        ct_x = ct_y = None
+        if needed[0]:
+            ct_x = g * dx(x, y, out)
+            if ct_x.shape != x.shape:
+                ct_x = sum_to_shape(ct_x, x.shape)
+        if needed[1]:
+            ct_y = g * dy(x, y, out)
+            if ct_y.shape != y.shape:
+                ct_y = sum_to_shape(ct_y, y.shape)
+        return ct_x, ct_y
 
     prim = Primitive(name, abstract_eval=broadcasting(name, kinds=kinds, out_dtype=out_dtype),
                      impl=impl, jvp=jvp, vjp=vjp, scalar=scalar, selective_vjp=True)

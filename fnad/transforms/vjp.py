@@ -25,9 +25,10 @@ class Node:
     passed it and skips the work for the others. It is None for other rules.
     Single-result steps are stored in their VJPTracer itself; this class holds the
     steps with several results, whose tracers point at it."""
-    __slots__ = ("rule", "params", "args", "out", "parents", "multiple", "needed")
+    __slots__ = ("rule", "params", "args", "out", "parents", "multiple", "needed", "ct")
 
     def __init__(self, rule, params, args, out, parents, multiple, needed=None):
+        self.ct = None          # the cotangent, accumulated during a backward pass
         self.rule = rule
         self.params = params
         self.args = args
@@ -42,7 +43,7 @@ class VJPTracer(Tracer):
     trace's parent is plain evaluation); `primal` is the fnad value. For a
     single-result step the tracer is also the tape entry (`node` is None)."""
     __slots__ = ("rule", "params", "args", "out", "parents", "needed",
-                 "node", "index", "shape", "dtype", "_primal")
+                 "node", "index", "shape", "dtype", "_primal", "ct")
     multiple = False
 
     @property
@@ -72,7 +73,7 @@ def _tracer(trace, out, primal, rule, params, args, parents, needed, node=None, 
     t = _new(VJPTracer)
     t._trace, t.out, t._primal, t.node, t.index = trace, out, primal, node, index
     t.rule, t.params, t.args, t.parents, t.needed = rule, params, args, parents, needed
-    t.shape, t.dtype = out.shape, out.dtype
+    t.shape, t.dtype, t.ct = out.shape, out.dtype, None
     return t
 
 
@@ -151,17 +152,26 @@ class VJPTrace(Trace):
                 return prim.eval(args, params)
             values = tuple(a.out if own else _raw(prim, a) for a, own in zip(args, needed))
             parents = tuple(a if own else None for a, own in zip(args, needed))
-        out = prim.run(values, params, args)
+        try:
+            out = prim.impl(*values, **params)
+        except (ValueError, TypeError, IndexError) as err:
+            prim.explain_failure(args, params)
+            raise err
         if prim.multiple_results:
             out = [o if type(o) is np.ndarray else np.asarray(o) for o in out]
             return self.record(prim.vjp, params, values, out, parents, True,
                                prim.selective_vjp, [_wrap(o) for o in out])
         if type(out) is not np.ndarray:
             out = np.asarray(out)
-        if out.dtype.kind != "f":
+        dtype = out.dtype
+        if dtype.kind != "f":
             return _wrap(out)
-        t = _tracer(self, out, None, prim.vjp, params, values, parents,
-                    needed if prim.selective_vjp else None)
+        # _tracer(), inlined
+        t = _new(VJPTracer)
+        t._trace, t.out, t._primal, t.node, t.index = self, out, None, None, None
+        t.rule, t.params, t.args, t.parents = prim.vjp, params, values, parents
+        t.needed = needed if prim.selective_vjp else None
+        t.shape, t.dtype, t.ct = out.shape, dtype, None
         self.tape.append(t)
         return t
 
@@ -189,38 +199,45 @@ def _custom_rule(bwd):
 
 def backward(tape, seeds):
     """Run the tape backwards from `seeds` [(tracer, cotangent)]; returns the
-    cotangents of the input tracers, keyed by id."""
-    cts = {}
-    for tracer, ct in seeds:
-        _accumulate(cts, tracer, ct)
+    cotangents of the input tracers, keyed by id. Cotangents accumulate on the tape
+    entries themselves and are cleared as they are consumed, so a tape can be run
+    backwards any number of times."""
     grads = {}
-    for node in reversed(tape):
-        ct = cts.pop(id(node), None)
-        if ct is None:
-            continue
-        if node.rule is None:
-            grads[id(node)] = ct
-            continue
-        if node.needed is not None:
-            arg_cts = node.rule(ct, node.out, *node.args, needed=node.needed, **node.params)
-        else:
-            arg_cts = node.rule(ct, node.out, *node.args, **node.params)
-        for parent, c in zip(node.parents, arg_cts):
-            if parent is not None and c is not None:
-                _accumulate(cts, parent, c)
+    try:
+        for tracer, ct in seeds:
+            _accumulate(tracer, ct)
+        for node in reversed(tape):
+            ct = node.ct
+            if ct is None:
+                continue
+            node.ct = None
+            if node.rule is None:
+                grads[id(node)] = ct
+                continue
+            if node.needed is not None:
+                arg_cts = node.rule(ct, node.out, *node.args, needed=node.needed,
+                                    **node.params)
+            else:
+                arg_cts = node.rule(ct, node.out, *node.args, **node.params)
+            for parent, c in zip(node.parents, arg_cts):
+                if parent is not None and c is not None:
+                    _accumulate(parent, c)
+    except BaseException:
+        for node in tape:
+            node.ct = None
+        raise
     return grads
 
 
-def _accumulate(cts, tracer, ct):
+def _accumulate(tracer, ct):
     node = tracer.node
     if node is None:
-        key = id(tracer)
-        prev = cts.get(key)
-        cts[key] = ct if prev is None else prev + ct
+        prev = tracer.ct
+        tracer.ct = ct if prev is None else prev + ct
     else:
-        slots = cts.get(id(node))
+        slots = node.ct
         if slots is None:
-            slots = cts[id(node)] = [None] * len(node.out)
+            slots = node.ct = [None] * len(node.out)
         i = tracer.index
         slots[i] = ct if slots[i] is None else slots[i] + ct
 
