@@ -1,4 +1,6 @@
 """Turning user values into fnad values, and numpy's promotion rules."""
+import math
+
 import numpy as np
 
 from ..array import Array
@@ -111,22 +113,25 @@ def promote(*args):
     return out
 
 
-_constants = {}
+_constants = {}     # dtype -> {Python value -> read-only 0-d array}
 
 
 def scalar_constant(value, dtype):
     """A read-only 0-d array for a Python scalar: numpy combines 0-d arrays with arrays
-    faster than numpy scalars, and the small cache saves building one per op."""
-    if value == 0:      # 0.0 and -0.0 are equal as keys but not as values
-        return np.array(value, dtype)
-    key = (value, type(value), dtype)
-    c = _constants.get(key)
-    if c is None:
-        if len(_constants) > 512:
-            _constants.clear()
+    faster than numpy scalars, and the small cache saves building one per op. Equal
+    Python values (1, 1.0, True) give the same array in one dtype; -0.0 is kept apart."""
+    table = _constants.get(dtype)
+    if table is None:
+        table = _constants[dtype] = {}
+    c = table.get(value)
+    if c is None or (value == 0 and math.copysign(1.0, value) < 0):
         c = np.array(value, dtype)
         c.flags.writeable = False
-        _constants[key] = c
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return c
+        if len(table) > 256:
+            table.clear()
+        table[value] = c
     return c
 
 
