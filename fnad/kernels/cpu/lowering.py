@@ -243,17 +243,17 @@ def load_kernel(source):
     return module.kernel
 
 
-class _KernelCall:
-    """Calls a kernel; on its first call, counts whether Numba compiled it or loaded
-    it from the disk cache."""
+class _FirstKernelCall:
+    """Stands in a driver's namespace for a kernel until its first call, which it
+    counts (did Numba compile, or load from the disk cache?) before putting the
+    kernel itself in its place."""
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, namespace, name):
         self.kernel = kernel
-        self.warm = False
+        self.namespace = namespace
+        self.name = name
 
     def __call__(self, *args):
-        if self.warm:
-            return self.kernel(*args)
         stats_ = self.kernel.stats
         misses, hits = sum(stats_.cache_misses.values()), sum(stats_.cache_hits.values())
         out = self.kernel(*args)
@@ -262,7 +262,7 @@ class _KernelCall:
         stats["kernels_loaded"] += sum(stats_.cache_hits.values()) - hits
         if new_misses and config.log_compiles:
             print(f"fnad: compiled fused kernel {self.kernel.py_func.__module__}")
-        self.warm = True
+        self.namespace[self.name] = self.kernel
         return out
 
 
@@ -315,7 +315,7 @@ class Executable:
         kernel = KernelSource(group, materialize)
         k = f"k{len(kernel_sources)}"
         kernel_sources.append(kernel.source)
-        self.namespace[k] = _KernelCall(load_kernel(kernel.source))
+        self.namespace[k] = _FirstKernelCall(load_kernel(kernel.source), self.namespace, k)
         lines, outs = [], []
         for slot, (var, axes) in enumerate(kernel.outputs):
             v = names[var] = f"v{len(names)}"
