@@ -212,3 +212,30 @@ def test_disable_jit():
     finally:
         fnad.config.disable_jit = False
     assert len(calls) == 2 and jf.trace_count == 0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_blocked_execution_of_large_math_groups(monkeypatch, threads):
+    """Large groups heavy in math-library calls run block by block through numpy's
+    ufuncs and small Numba loops; force that path on small inputs and compare."""
+    from fnad.kernels.cpu import chunked
+    monkeypatch.setattr(lowering, "PARALLEL_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(chunked, "BLOCK_ELEMENTS", 16)
+    monkeypatch.setattr(chunked, "_threads", lambda: threads)
+    rng = np.random.default_rng(0)
+    x = fnp.asarray(rng.standard_normal((37, 5)))
+    b = fnp.asarray(rng.standard_normal(5))
+
+    def f(x, b):
+        y = fnp.tanh(x * b) * fnp.exp(-x ** 2) + fnp.sin(x) / (1 + x ** 2)
+        return fnp.sum(y), fnp.max(y, axis=0), fnp.sum(fnp.cos(y), axis=1), y * 2
+
+    fj = fnad.jit(f)
+    assert "work(start, stop)" in fj.lower(x, b).as_text()
+    for got, want in zip(fj(x, b), f(x, b)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-12, atol=1e-12)
+    loss = lambda x, b: f(x, b)[0] + fnp.sum(f(x, b)[2])  # noqa: E731
+    g = fnad.jit(fnad.grad(loss, argnums=(0, 1)))(x, b)
+    g_ref = fnad.grad(loss, argnums=(0, 1))(x, b)
+    for got, want in zip(g, g_ref):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-12)

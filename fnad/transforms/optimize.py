@@ -17,6 +17,7 @@ FOLD_LIMIT = 1 << 16
 
 def optimize(closed):
     closed = fold_constants(closed)
+    closed = inline_scalar_broadcasts(closed)
     closed = simplify(closed)
     closed = eliminate_common_subexpressions(closed)
     return eliminate_dead_code(closed)
@@ -72,6 +73,42 @@ def fold_constants(closed):
 
 def _foldable(e):
     return e.prim.name not in ("jit_call", "custom_call")
+
+
+# --------------------------------------------------------------------------- broadcasts
+
+def inline_scalar_broadcasts(closed):
+    """A scalar literal broadcast to an array and consumed only by elementwise
+    primitives (which broadcast like numpy) is replaced by the literal itself, when
+    that leaves every consumer's result shape unchanged. Autodiff produces these
+    for the unit cotangent of a reduction."""
+    program = closed.program
+    users = {}
+    for e in program.eqns:
+        for a in e.inputs:
+            if not isinstance(a, Literal):
+                users.setdefault(a, []).append(e)
+    outputs = {a for a in program.outputs if not isinstance(a, Literal)}
+    replace = {}
+    for e in program.eqns:
+        if e.prim.index_map is None or not isinstance(e.inputs[0], Literal) \
+                or e.inputs[0].value.ndim != 0:
+            continue
+        out = e.outputs[0]
+        if out in outputs or not all(_keeps_shape(u, out) for u in users.get(out, ())):
+            continue
+        replace[out] = e.inputs[0]
+    if not replace:
+        return closed
+    eqns = [e for e in program.eqns if e.outputs[0] not in replace]
+    return _substitute(closed, eqns, replace)
+
+
+def _keeps_shape(e, scalar_var):
+    if e.prim.scalar is None:
+        return False
+    others = [tuple(a.aval.shape) for a in e.inputs if a is not scalar_var]
+    return np.broadcast_shapes((), *others) == tuple(e.outputs[0].aval.shape)
 
 
 # --------------------------------------------------------------------------- simplify

@@ -23,8 +23,12 @@ import numpy as np
 
 from ... import config
 from ...program import Literal
+from . import chunked
 
 _executables = weakref.WeakKeyDictionary()
+# Loop nests at least this large are split across threads (measured on 2 cores: below
+# about this size the thread start-up costs more than it saves).
+PARALLEL_MIN_ELEMENTS = 1 << 17
 stats = {"kernels_compiled": 0, "kernels_loaded": 0, "programs_lowered": 0}
 
 
@@ -133,7 +137,7 @@ class KernelSource:
         self.outputs = []           # (Var, axes reduced or None)
         self.reduce_identity = {}   # output slot -> initial value of a partial reduction
         names, index_of = {}, {}
-        loads, body, acc_init, acc_final = [], [], [], []
+        hoisted, loads, body, acc_init, acc_final = [], [], [], [], []
 
         def load(a):
             """Read an external value at the current iteration point."""
@@ -149,8 +153,11 @@ class KernelSource:
                 if src not in self.inputs:
                     self.inputs.append(src)
                 arg = f"in{self.inputs.index(src)}"
-                names[key] = f"x{len(loads)}"
-                loads.append(f"{names[key]} = {arg}[{', '.join(sub) if sub else '()'}]")
+                names[key] = f"x{len(names)}"
+                line = f"{names[key]} = {arg}[{', '.join(sub) if sub else '()'}]"
+                # Reads that do not depend on the loop indices happen once, up front
+                # (this also keeps 0-d arrays out of Numba's parallel loop bodies).
+                (loads if any(i in idx for i in sub) else hoisted).append(line)
             return names[key]
 
         def value(a):
@@ -203,14 +210,24 @@ class KernelSource:
                 store(out, t)
         args = [f"in{k}" for k in range(len(self.inputs))] + \
             [f"out{k}" for k in range(len(self.outputs))] + [f"n{d}" for d in range(rank)]
-        lines = [f"def kernel({', '.join(args)}):"] + ["    " + a for a in acc_init]
-        pad = "    "
-        for d in range(rank):
-            lines.append(f"{pad}for i{d} in range(n{d}):")
-            pad += "    "
-        lines += [pad + line for line in loads + body]
-        lines += ["    " + a for a in acc_final]
-        self.source = "\n".join(lines) + "\n"
+
+        def nest(outer_range):
+            lines = [f"def kernel({', '.join(args)}):"] + \
+                ["    " + a for a in hoisted + acc_init]
+            pad = "    "
+            for d in range(rank):
+                lines.append(f"{pad}for i{d} in {outer_range if d == 0 else 'range'}(n{d}):")
+                pad += "    "
+            lines += [pad + line for line in loads + body]
+            lines += ["    " + a for a in acc_final]
+            return "\n".join(lines) + "\n"
+        self.source = nest("range")
+        # Threads split the outer loop unless two iterations of it could write the
+        # same cell of a partial reduction. Scalar accumulators are fine: Numba
+        # recognizes them as parallel reductions.
+        safe = rank > 0 and all(axes is None or len(axes) == rank or 0 not in axes
+                                for _, axes in self.outputs)
+        self.parallel_source = nest("numba.prange") if safe else None
 
 
 HEADER = """import math
@@ -229,7 +246,8 @@ def load_kernel(source):
     module = sys.modules.get(module_name)
     if module is None:
         path = os.path.join(cache_dir(), module_name + ".py")
-        text = HEADER + "@numba.njit(cache=True, nogil=True)\n" + source
+        options = "cache=True, nogil=True" + (", parallel=True" if "prange" in source else "")
+        text = HEADER + f"@numba.njit({options})\n" + source
         if not os.path.exists(path):
             # Write then rename, so concurrent processes never see half a file.
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
@@ -314,8 +332,18 @@ class Executable:
     def _kernel_call(self, group, materialize, name, names, kernel_sources):
         kernel = KernelSource(group, materialize)
         k = f"k{len(kernel_sources)}"
-        kernel_sources.append(kernel.source)
-        self.namespace[k] = _FirstKernelCall(load_kernel(kernel.source), self.namespace, k)
+        large = int(np.prod(group.shape, dtype=np.int64)) >= PARALLEL_MIN_ELEMENTS
+        if large and chunked.eligible(group):
+            # Math-library-heavy and large: numpy's SIMD ufuncs over cache-sized blocks.
+            source = chunked.chunked_source(group, kernel, materialize, self.namespace, k)
+            exec(compile(source, f"<fnad blocked group {k}>", "exec"), self.namespace)
+        else:
+            # Large loop nests run on all cores; the parallel variant is compiled only
+            # when a program needs it.
+            source = kernel.parallel_source if large and kernel.parallel_source \
+                else kernel.source
+            self.namespace[k] = _FirstKernelCall(load_kernel(source), self.namespace, k)
+        kernel_sources.append(source)
         lines, outs = [], []
         for slot, (var, axes) in enumerate(kernel.outputs):
             v = names[var] = f"v{len(names)}"
