@@ -239,3 +239,40 @@ def test_blocked_execution_of_large_math_groups(monkeypatch, threads):
     g_ref = fnad.grad(loss, argnums=(0, 1))(x, b)
     for got, want in zip(g, g_ref):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-10, atol=1e-12)
+
+
+def _spd(n):
+    a = np.random.default_rng(3).standard_normal((n, n))
+    return fnp.asarray(a @ a.T + n * np.eye(n))
+
+
+COMPOSITES = {
+    "softmax": (lambda x: fnad.nn.softmax(x, axis=-1), lambda: (f64(np.arange(12.).reshape(3, 4)),)),
+    "log_softmax": (lambda x: fnad.nn.log_softmax(x, axis=0), lambda: (f64(np.arange(12.).reshape(3, 4)),)),
+    "logsumexp": (lambda x: fnad.scipy.special.logsumexp(x, axis=1),
+                  lambda: (f64(np.linspace(-3, 3, 12).reshape(3, 4)),)),
+    "var_std": (lambda x: fnp.var(x, axis=0) + fnp.std(x), lambda: (f64(np.linspace(0, 1, 12).reshape(4, 3)),)),
+    "einsum": (lambda a, b: fnp.einsum("ij,jk->ik", a, b), lambda: (f64(np.ones((2, 3))), f64(np.arange(12.).reshape(3, 4)))),
+    "indexing": (lambda x: x[1:, ::2] * x[fnp.asarray([0, 2, 2])][:, :2].sum(), lambda: (f64(np.arange(20.).reshape(4, 5)),)),
+    "at_add": (lambda x: x.at[fnp.asarray([0, 0, 3])].add(1.5), lambda: (f64(np.zeros(5)),)),
+    "sort": (lambda x: fnp.sort(x) * fnp.argsort(x), lambda: (f64([3.0, 1.0, 2.0, -1.0]),)),
+    "solve_det": (lambda a, b: fnp.linalg.solve(a, b) * fnp.linalg.det(a), lambda: (_spd(3), f64([1.0, 2.0, 3.0]))),
+    "cholesky_inv": (lambda a: fnp.linalg.cholesky(a) + fnp.linalg.inv(a), lambda: (_spd(3),)),
+    "cumsum_prod": (lambda x: fnp.cumsum(x, axis=1) + fnp.cumprod(x, axis=0), lambda: (f64(np.linspace(0.5, 1.5, 6).reshape(2, 3)),)),
+    "where_clip": (lambda x: fnp.where(x > 0.5, fnp.clip(x, 0.6, 0.8), -x), lambda: (f64(np.linspace(0, 1, 7)),)),
+    "concat_pad": (lambda x: fnp.pad(fnp.concatenate([x, x[::-1]]), (1, 2)), lambda: (f64([1.0, 2.0]),)),
+    "gelu_softplus": (lambda x: fnad.nn.gelu(x) + fnad.nn.softplus(x) + fnad.nn.gelu(x, approximate=False),
+                      lambda: (f64(np.linspace(-3, 3, 7)),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITES))
+def test_jit_of_composites_and_their_gradients(name):
+    f, make = COMPOSITES[name]
+    args = make()
+    out, expected = fnad.jit(f)(*args), f(*args)
+    assert out.dtype == expected.dtype
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), rtol=1e-12, atol=1e-12)
+    loss = lambda *a: fnp.sum(fnp.sin(f(*a)))  # noqa: E731
+    g, g_ref = fnad.jit(fnad.grad(loss))(*args), fnad.grad(loss)(*args)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(g_ref), rtol=1e-10, atol=1e-12)
