@@ -6,7 +6,7 @@ import numpy as np
 from ..primitives import sort as P
 from ..primitives import shape as S
 from ._core import as_operand, normalize_axis
-from ._shapes import reshape, take_range
+from ._shapes import transpose, reshape, take_range
 from . import _elementwise as E, _reductions as R
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "median"]
@@ -75,7 +75,15 @@ def median(a, axis=None, keepdims=False):
         out = median(reshape(a, (a.size,)), 0)
         return reshape(out, (1,) * a.ndim) if keepdims else out
     if isinstance(axis, (tuple, list)):
-        raise NotImplementedError("median: axis must be an int or None")
+        # Gather the axes at the end, merge them into one, and take the median there.
+        axes = [normalize_axis(ax, a.ndim) for ax in axis]
+        kept = [d for d in range(a.ndim) if d not in axes]
+        moved = transpose(a, kept + axes)
+        merged = reshape(moved, tuple(a.shape[d] for d in kept) + (-1,))
+        out = median(merged, len(kept))
+        if keepdims:
+            out = reshape(out, tuple(1 if d in axes else n for d, n in enumerate(a.shape)))
+        return out
     axis = normalize_axis(axis, a.ndim)
     n = a.shape[axis]
     if n == 0:
