@@ -25,3 +25,4 @@ __version__ = "0.1.0"
 
 from .transforms.jit import jit, make_jaxpr  # noqa: E402,F401
 from . import config  # noqa: E402,F401
+from .transforms.batching import vmap  # noqa: E402,F401

@@ -66,3 +66,24 @@ def add_tangents(a, b):
     if b is None:
         return a
     return a + b
+
+
+def batch_elementwise(prim):
+    """The vmap rule of an elementwise primitive that broadcasts like numpy: move each
+    batch axis to the front and pad the example axes to a common rank, so numpy's
+    right-aligned broadcasting pairs example axes with example axes."""
+    def rule(args, batch_dims, **params):
+        from . import shape as shape_ops
+        from ..transforms.batching import moveaxis_to
+        rank = max(x.ndim - (d is not None) for x, d in zip(args, batch_dims))
+        moved = []
+        for x, d in zip(args, batch_dims):
+            if d is not None:
+                x = moveaxis_to(x, d, 0)
+                missing = rank - (x.ndim - 1)
+                if missing:
+                    x = shape_ops.reshape(x, (x.shape[0],) + (1,) * missing + tuple(x.shape[1:]))
+            moved.append(x)
+        out = prim.bind(*moved, **params)
+        return out, ([0] * len(out) if prim.multiple_results else 0)
+    return rule

@@ -14,7 +14,8 @@ import numpy as np
 from ..core import Primitive, ShapedArray
 from ..errors import DTypeError
 from ..kernels.cpu import elementwise as kernels
-from ._rules import same_as_input, broadcasting, sum_to_shape, broadcast_to, add_tangents
+from ._rules import (same_as_input, broadcasting, sum_to_shape, broadcast_to, add_tangents,
+                     batch_elementwise)
 
 FLOAT = "f"
 NUMERIC = "biuf"
@@ -43,6 +44,7 @@ def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
 
     prim = Primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=jvp, vjp=vjp,
                      scalar=scalar)
+    prim.batch = batch_elementwise(prim)
     return prim
 
 
@@ -146,6 +148,7 @@ def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None):
 
     prim = Primitive(name, abstract_eval=broadcasting(name, kinds=kinds, out_dtype=out_dtype),
                      impl=impl, jvp=jvp, vjp=vjp, scalar=scalar, selective_vjp=True)
+    prim.batch = batch_elementwise(prim)
     return prim
 
 
@@ -165,6 +168,7 @@ def _linear_binary(name, impl, sign_y, scalar):
 
     prim = Primitive(name, abstract_eval=broadcasting(name, kinds=NUMERIC), impl=impl,
                      jvp=jvp, vjp=vjp, scalar=scalar, selective_vjp=True)
+    prim.batch = batch_elementwise(prim)
     return prim
 
 
@@ -304,3 +308,8 @@ convert_element_type_p = Primitive(
 
 # The identity with no derivative: differentiation treats the value as a constant.
 stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds="biuf")
+
+
+# Every primitive above is elementwise with numpy broadcasting: one vmap rule fits all.
+for _prim in (is_finite_p, integer_pow_p, select_p, clamp_p, convert_element_type_p):
+    _prim.batch = batch_elementwise(_prim)

@@ -1,0 +1,257 @@
+"""vmap: the batching interpreter.
+
+A BatchTracer carries a value with one extra axis, `batch_dim`, that indexes the
+examples. Each primitive's batching rule maps the batched operands (and their batch
+axes, None for unbatched) to the batched result, so the whole batch is one call
+of the primitive: vmap never loops over examples.
+"""
+import numpy as np
+
+from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
+from ..errors import ShapeError
+from ..tree_util import tree_flatten, tree_unflatten, flatten_up_to
+from ._util import as_value
+
+
+class BatchTracer(Tracer):
+    __slots__ = ("value", "batch_dim")
+
+    def __init__(self, trace, value, batch_dim):
+        self._trace = trace
+        self.value = value
+        self.batch_dim = batch_dim
+
+    @property
+    def aval(self):
+        from ..core import ShapedArray
+        shape = list(self.value.shape)
+        del shape[self.batch_dim]
+        return ShapedArray(shape, self.value.dtype)
+
+    @property
+    def shape(self):
+        shape = list(self.value.shape)
+        del shape[self.batch_dim]
+        return tuple(shape)
+
+    @property
+    def dtype(self):
+        return self.value.dtype
+
+    def concrete(self):
+        from ..errors import ConcretizationError
+        raise ConcretizationError(
+            f"a value batched by vmap (per-example shape {self.shape}, dtype {self.dtype}) "
+            f"was used where one concrete Python value is needed (bool(), int(), float(), "
+            f"an `if` on an array); under vmap each example may differ. Use fnad.lax.cond "
+            f"or fnad.numpy.where instead.")
+
+
+class BatchTrace(Trace):
+    name = "vmap"
+
+    def __init__(self, parent, axis_size):
+        super().__init__(parent)
+        self.axis_size = axis_size
+
+    def split(self, args):
+        values, dims, batched = [], [], False
+        for a in args:
+            if type(a) is BatchTracer and a._trace is self:
+                values.append(a.value)
+                dims.append(a.batch_dim)
+                batched = True
+            else:
+                values.append(a)
+                dims.append(None)
+        return values, dims, batched
+
+    def wrap(self, out, dim):
+        return out if dim is None else BatchTracer(self, out, dim)
+
+    def process(self, prim, args, params):
+        values, dims, batched = self.split(args)
+        if not batched:
+            return self.bind_in_parent(prim, values, params)
+        if prim.batch is None:
+            raise NotImplementedError(f"vmap: primitive {prim.name} has no batching rule")
+        with use_trace(self.parent):
+            out, out_dims = prim.batch(values, dims, **params)
+        if prim.multiple_results:
+            return [self.wrap(o, d) for o, d in zip(out, out_dims)]
+        return self.wrap(out, out_dims)
+
+    def process_custom(self, rules, args):
+        values, dims, batched = self.split(args)
+        with use_trace(self.parent):
+            if not batched:
+                return bind_custom(rules, values)
+            size = self.axis_size
+            moved = [moveaxis_to(v, d, 0) if d is not None else v
+                     for v, d in zip(values, dims)]
+            outs = bind_custom(batch_rules(rules, [d is not None for d in dims], size), moved)
+        return [BatchTracer(self, o, 0) for o in outs]
+
+
+def batch_rules(rules, batched, size):
+    """CustomRules over batched arrays (batch axis 0 where `batched`), built by
+    vmapping the function and each of its rules: custom derivatives survive vmap."""
+    from .custom import CustomRules
+    dims = [0 if b else None for b in batched]
+    n_res = []
+
+    def fwd(primals):
+        def both(*xs):
+            outs, res = rules.fwd(list(xs))
+            n_res[:] = [len(outs)]
+            return list(outs) + list(res)
+        flat = vmap_flat(both, primals, dims, size)
+        return flat[:n_res[0]], flat[n_res[0]:]
+
+    def bwd(residuals, cts):
+        r = len(residuals)
+        return vmap_flat(lambda *rc: rules.bwd(list(rc[:r]), list(rc[r:])),
+                         list(residuals) + list(cts), [0] * (r + len(cts)), size)
+
+    def jvp(primals, tangents):
+        n = len(primals)
+
+        def both(*pt):
+            outs, t_outs = rules.jvp(list(pt[:n]), list(pt[n:]))
+            return list(outs) + list(t_outs)
+        flat = vmap_flat(both, list(primals) + list(tangents), dims + dims, size)
+        return flat[:len(flat) // 2], flat[len(flat) // 2:]
+
+    return CustomRules(
+        fun=lambda xs: vmap_flat(lambda *ys: rules.fun(list(ys)), xs, dims, size),
+        jvp=jvp, fwd=fwd, bwd=bwd)
+
+
+def moveaxis_to(x, src, dst):
+    """x with axis src moved to position dst (a transpose)."""
+    if src == dst:
+        return x
+    from ..primitives.shape import transpose
+    perm = [d for d in range(x.ndim) if d != src]
+    perm.insert(dst, src)
+    return transpose(x, perm)
+
+
+def broadcast_batch(x, size, dst=0):
+    """An unbatched x given a batch axis of length size at dst."""
+    from ..primitives.shape import broadcast_in_dim
+    shape = list(x.shape)
+    shape.insert(dst, size)
+    dims = [d for d in range(len(shape)) if d != dst]
+    return broadcast_in_dim(x, tuple(shape), tuple(dims))
+
+
+def vmap_flat(fun, values, dims, size):
+    """Run fun on per-example views of flat `values` batched along `dims`; returns the
+    flat outputs with their batch axis at 0."""
+    trace = BatchTrace(current_trace(), size)
+    tracers = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(values, dims)]
+    try:
+        with use_trace(trace):
+            outs = fun(*tracers)
+    finally:
+        trace.alive = False
+    result = []
+    for o in outs:
+        if o is None:               # a symbolic zero (e.g. from a custom bwd) stays one
+            result.append(None)
+        elif type(o) is BatchTracer and o._trace is trace:
+            result.append(moveaxis_to(o.value, o.batch_dim, 0))
+        else:
+            result.append(broadcast_batch(as_value(o, "vmap output"), size))
+    return result
+
+
+def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
+    """Vectorize fun over a new leading (or in_axes-given) axis of its arguments."""
+    def vmapped(*args, **kwargs):
+        flat, in_tree = tree_flatten(args)
+        axes = _broadcast_axes(in_axes, args, "in_axes")
+        values, dims = [], []
+        for i, (x, ax) in enumerate(zip(flat, axes)):
+            if ax is None:
+                values.append(x)
+                dims.append(None)
+                continue
+            x = as_value(x, "vmap argument")
+            if not -x.ndim <= ax < x.ndim:
+                raise ShapeError(f"vmap: in_axes {ax} is out of range for an argument of "
+                                 f"shape {tuple(x.shape)} (leaf {i})")
+            values.append(x)
+            dims.append(ax % x.ndim)
+        sizes = {x.shape[d] for x, d in zip(values, dims) if d is not None}
+        if axis_size is not None:
+            sizes.add(axis_size)
+        if len(sizes) != 1:
+            detail = ", ".join(f"leaf {i}: axis {d} of shape {tuple(x.shape)}"
+                               for i, (x, d) in enumerate(zip(values, dims)) if d is not None)
+            raise ShapeError("vmap: " + ("no argument is batched and axis_size is not "
+                                         "given" if not sizes else
+                                         f"inconsistent sizes {sorted(sizes)} for the mapped "
+                                         f"axes ({detail})"))
+        size = sizes.pop()
+        out_tree_cell = []
+
+        def flat_fun(*leaves):
+            out = fun(*tree_unflatten(in_tree, list(leaves)), **kwargs)
+            flat_out, out_tree = tree_flatten(out)
+            out_tree_cell.append(out_tree)
+            return flat_out
+
+        outs = vmap_flat(flat_fun, values, dims, size)
+        out_tree = out_tree_cell[0]
+        out_axes_flat = _broadcast_out_axes(out_axes, out_tree)
+        final = []
+        for o, ax in zip(outs, out_axes_flat):
+            if ax is None:
+                from ..primitives.shape import slice as slice_, squeeze
+                first = slice_(o, (0,) * o.ndim, (1,) + tuple(o.shape[1:]))
+                final.append(squeeze(first, (0,)))
+                continue
+            if not -o.ndim <= ax < o.ndim:
+                raise ShapeError(f"vmap: out_axes {ax} is out of range for an output of "
+                                 f"shape {tuple(o.shape[1:])}")
+            final.append(moveaxis_to(o, 0, ax % o.ndim))
+        return tree_unflatten(out_tree, final)
+    vmapped.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
+    vmapped.__wrapped__ = fun
+    return vmapped
+
+
+def _broadcast_axes(axes, args, what):
+    """One axis (int or None) per flat leaf of args, from an int/None or a pytree
+    prefix of args."""
+    if axes is None or isinstance(axes, int):
+        return [axes] * len(tree_flatten(args)[0])
+    if isinstance(axes, list):
+        axes = tuple(axes)
+    if not isinstance(axes, tuple) or len(axes) != len(args):
+        raise ValueError(f"vmap: {what} must be an int, None, or a tuple with one entry per "
+                         f"positional argument ({len(args)}), got {axes!r}")
+    out = []
+    for ax, arg in zip(axes, args):
+        leaves = tree_flatten(arg)[0]
+        if ax is None or isinstance(ax, int):
+            out += [ax] * len(leaves)
+        else:
+            ax_leaves, ax_tree = tree_flatten(ax, is_leaf=lambda v: v is None)
+            for a, sub_arg in zip(ax_leaves, flatten_up_to(ax_tree, arg)):
+                out += [a] * len(tree_flatten(sub_arg)[0])
+    return out
+
+
+def _broadcast_out_axes(axes, out_tree):
+    n = out_tree.num_leaves
+    if axes is None or isinstance(axes, int):
+        return [axes] * n
+    ax_leaves, ax_tree = tree_flatten(axes, is_leaf=lambda v: v is None)
+    dummy = tree_unflatten(out_tree, [0] * n)
+    out = []
+    for a, sub in zip(ax_leaves, flatten_up_to(ax_tree, dummy)):
+        out += [a] * len(tree_flatten(sub)[0])
+    return out
