@@ -76,3 +76,40 @@ def one_hot(x, num_classes, dtype=np.float32, axis=-1):
 
 def hard_tanh(x):
     return fnp.clip(x, -1, 1)
+
+
+def relu6(x):
+    return fnp.clip(x, 0, 6)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    x, = promote_inexact(x)
+    return fnp.where(x >= 0, x, negative_slope * x)
+
+
+def elu(x, alpha=1.0):
+    x, = promote_inexact(x)
+    # expm1 of a clipped argument: the unused branch of where never overflows
+    return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0)))
+
+
+def celu(x, alpha=1.0):
+    x, = promote_inexact(x)
+    return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0) / alpha))
+
+
+def selu(x):
+    # the fixed-point constants of Klambauer et al., 2017
+    alpha = 1.6732632423543772848170429916717
+    scale = 1.0507009873554804934193349852946
+    return scale * elu(x, alpha)
+
+
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
+    """(x - mean) / sqrt(variance + epsilon), statistics over axis by default."""
+    x, = promote_inexact(x)
+    if mean is None:
+        mean = fnp.mean(x, axis=axis, keepdims=True)
+    if variance is None:
+        variance = fnp.mean(fnp.square(x - mean), axis=axis, keepdims=True)
+    return (x - mean) * fnp.rsqrt(variance + epsilon)

@@ -1,0 +1,383 @@
+"""Layers as (init_fn, apply_fn) pairs, in the style of stax.
+
+    init_fn(key, input_shape) -> (output_shape, params)
+    apply_fn(params, inputs, *, key=None, train=True) -> outputs
+
+Shapes use -1 for the batch size. Layers with randomness (Dropout) take a `key`;
+`train=False` switches them (and BatchNorm) to evaluation behaviour. Layers with
+running statistics (BatchNorm) keep them as explicit state: `layer.init_state(
+input_shape)` makes it, and `apply_fn(params, inputs, state=state, train=...)`
+returns `(outputs, new_state)`. Combinators thread the state of their children, so
+a whole network's state is one pytree that goes in and comes out of the step.
+"""
+import numpy as np
+
+from .. import numpy as fnp
+from . import activations as A
+from . import initializers as init
+
+
+class Layer(tuple):
+    """An (init_fn, apply_fn) pair; `stateful` layers also have `init_state`."""
+
+    def __new__(cls, init_fn, apply_fn, init_state=None):
+        layer = super().__new__(cls, (init_fn, apply_fn))
+        layer.init_state = init_state or (lambda input_shape: None)
+        layer.stateful = init_state is not None
+        return layer
+
+    @property
+    def init(self):
+        return self[0]
+
+    @property
+    def apply(self):
+        return self[1]
+
+
+def _random():
+    from .. import random
+    return random
+
+
+def _split(key, n):
+    if key is None:
+        return [None] * n
+    return list(_random().split(key, n))
+
+
+def _as_layer(layer):
+    return layer if isinstance(layer, Layer) else Layer(*layer)
+
+
+def _call(layer, params, x, state, key, train):
+    """Apply a child layer; returns (outputs, new_state)."""
+    if layer.stateful:
+        return layer.apply(params, x, key=key, train=train, state=state)
+    return layer.apply(params, x, key=key, train=train), state
+
+
+# --------------------------------------------------------------------------- elementwise
+
+def elementwise(fun, **fun_kwargs):
+    """A parameter-free layer applying fun to its input."""
+    return Layer(lambda key, input_shape: (input_shape, ()),
+                 lambda params, x, **kw: fun(x, **fun_kwargs))
+
+
+Relu = elementwise(A.relu)
+Relu6 = elementwise(A.relu6)
+Tanh = elementwise(fnp.tanh)
+Sigmoid = elementwise(A.sigmoid)
+Softplus = elementwise(A.softplus)
+Gelu = elementwise(A.gelu)
+Silu = elementwise(A.silu)
+Elu = elementwise(A.elu)
+Selu = elementwise(A.selu)
+LeakyRelu = elementwise(A.leaky_relu)
+LogSoftmax = elementwise(A.log_softmax, axis=-1)
+Softmax = elementwise(A.softmax, axis=-1)
+Identity = Layer(lambda key, input_shape: (input_shape, ()), lambda params, x, **kw: x)
+
+
+# --------------------------------------------------------------------------- dense, conv
+
+def Dense(out_dim, W_init=None, b_init=None):
+    """y = x @ W + b over the last axis."""
+    W_init = W_init or init.glorot_normal()
+    b_init = b_init or init.normal(1e-6)
+
+    def init_fn(key, input_shape):
+        k1, k2 = _split(key, 2)
+        W = W_init(k1, (input_shape[-1], out_dim))
+        b = b_init(k2, (out_dim,))
+        return tuple(input_shape[:-1]) + (out_dim,), (W, b)
+
+    def apply_fn(params, x, **kw):
+        W, b = params
+        return fnp.matmul(x, W) + b
+    return Layer(init_fn, apply_fn)
+
+
+def _lax_conv():
+    from .. import lax_conv
+    return lax_conv
+
+
+def _output_shape(apply_fn, params, input_shape, dtype=np.float32):
+    """The output shape of apply_fn on an input of input_shape (-1: any batch size),
+    found by staging it with abstract values."""
+    from ..transforms.eval_shape import eval_shape, ShapeDtypeStruct
+    batch = [i for i, n in enumerate(input_shape) if n == -1]
+    concrete = tuple(1 if n == -1 else n for n in input_shape)
+    out = eval_shape(lambda p, x: apply_fn(p, x, train=False), params,
+                     ShapeDtypeStruct(concrete, np.dtype(dtype))).shape
+    return tuple(-1 if i in batch else n for i, n in enumerate(out))
+
+
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=None):
+    """A convolution with explicit dimension numbers, e.g. ('NHWC', 'HWIO', 'NHWC')."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if (lhs_spec, rhs_spec, out_spec) != ("NHWC", "HWIO", "NHWC") and \
+            (lhs_spec[0], lhs_spec[-1], rhs_spec[-2:], out_spec) != ("N", "C", "IO", lhs_spec):
+        raise ValueError(f"fnad.nn convolutions use channels-last layouts such as "
+                         f"('NHWC', 'HWIO', 'NHWC'); got {dimension_numbers}")
+    strides = tuple(strides or (1,) * len(filter_shape))
+    W_init = W_init or init.he_normal()
+    b_init = b_init or init.normal(1e-6)
+
+    def init_fn(key, input_shape):
+        k1, k2 = _split(key, 2)
+        W = W_init(k1, tuple(filter_shape) + (input_shape[-1], out_chan))
+        b = b_init(k2, (out_chan,))
+        return _output_shape(apply_fn, (W, b), input_shape), (W, b)
+
+    def apply_fn(params, x, **kw):
+        W, b = params
+        y = _lax_conv().conv_general_dilated(x, W, strides, padding,
+                                             dimension_numbers=dimension_numbers)
+        return y + b
+    return Layer(init_fn, apply_fn)
+
+
+def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=None):
+    """2-D convolution over NHWC inputs with an HWIO kernel, as stax.Conv."""
+    return GeneralConv(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding,
+                       W_init, b_init)
+
+
+def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
+                  b_init=None):
+    """The transpose (gradient) of Conv, over NHWC inputs with an HWIO kernel."""
+    strides = tuple(strides or (1,) * len(filter_shape))
+    W_init = W_init or init.he_normal()
+    b_init = b_init or init.normal(1e-6)
+
+    def init_fn(key, input_shape):
+        k1, k2 = _split(key, 2)
+        W = W_init(k1, tuple(filter_shape) + (input_shape[-1], out_chan))
+        b = b_init(k2, (out_chan,))
+        return _output_shape(apply_fn, (W, b), input_shape), (W, b)
+
+    def apply_fn(params, x, **kw):
+        W, b = params
+        y = _lax_conv().conv_transpose(x, W, strides, padding,
+                                       dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        return y + b
+    return Layer(init_fn, apply_fn)
+
+
+# --------------------------------------------------------------------------- pooling, reshaping
+
+def _pool(kind, window_shape, strides=None, padding="VALID"):
+    strides = tuple(strides or window_shape)
+    window = (1,) + tuple(window_shape) + (1,)
+    full_strides = (1,) + strides + (1,)
+
+    def init_fn(key, input_shape):
+        return _output_shape(apply_fn, (), input_shape), ()
+
+    def apply_fn(params, x, **kw):
+        lc = _lax_conv()
+        if kind == "max":
+            return lc.max_pool(x, window, full_strides, padding)
+        return lc.avg_pool(x, window, full_strides, padding)
+    return Layer(init_fn, apply_fn)
+
+
+def MaxPool(window_shape, strides=None, padding="VALID"):
+    return _pool("max", window_shape, strides, padding)
+
+
+def AvgPool(window_shape, strides=None, padding="VALID"):
+    return _pool("avg", window_shape, strides, padding)
+
+
+def _flatten_init(key, input_shape):
+    return (input_shape[0], int(np.prod(input_shape[1:]))), ()
+
+
+Flatten = Layer(_flatten_init, lambda params, x, **kw: fnp.reshape(x, (x.shape[0], -1)))
+
+
+# --------------------------------------------------------------------------- regularization, norms
+
+def Dropout(rate):
+    """Zero each input with probability `rate` during training (and scale the others by
+    1 / (1 - rate)); the identity with train=False. Needs a key when training."""
+    if not 0 <= rate < 1:
+        raise ValueError(f"Dropout rate must be in [0, 1), got {rate}")
+
+    def apply_fn(params, x, key=None, train=True, **kw):
+        if not train or rate == 0:
+            return x
+        if key is None:
+            raise ValueError("Dropout needs a random key when train=True: pass key=...")
+        keep = _random().bernoulli(key, 1.0 - rate, x.shape)
+        return fnp.where(keep, x / (1.0 - rate), 0)
+    return Layer(lambda key, input_shape: (input_shape, ()), apply_fn)
+
+
+def LayerNorm(axis=-1, epsilon=1e-5, center=True, scale=True):
+    """Normalize over `axis` per example, then a learned scale and shift."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+
+    def init_fn(key, input_shape):
+        shape = tuple(input_shape[a] for a in axes)
+        return input_shape, (fnp.ones(shape) if scale else (), fnp.zeros(shape) if center else ())
+
+    def apply_fn(params, x, **kw):
+        gamma, beta = params
+        y = A.standardize(x, axis=axes, epsilon=epsilon)
+        if scale:
+            y = y * _along(gamma, axes, x.ndim)
+        if center:
+            y = y + _along(beta, axes, x.ndim)
+        return y
+    return Layer(init_fn, apply_fn)
+
+
+def _along(p, axes, ndim):
+    """p (shaped like the axes) broadcastable against an ndim array."""
+    axes = tuple(a % ndim for a in axes)
+    return fnp.reshape(p, tuple(p.shape[axes.index(d)] if d in axes else 1 for d in range(ndim)))
+
+
+def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, momentum=0.9, center=True, scale=True):
+    """Normalize with batch statistics over `axis` in training, with running statistics
+    in evaluation. The running mean and variance are state: create it with
+    `layer.init_state(input_shape)`, pass it as state=..., get the new one back."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+
+    def feature_shape(input_shape):
+        n = len(input_shape)
+        return tuple(d for i, d in enumerate(input_shape) if i % n not in
+                     {a % n for a in axes})
+
+    def init_fn(key, input_shape):
+        shape = feature_shape(input_shape)
+        return input_shape, (fnp.ones(shape) if scale else (), fnp.zeros(shape) if center else ())
+
+    def init_state(input_shape):
+        shape = feature_shape(input_shape)
+        return {"mean": fnp.zeros(shape), "var": fnp.ones(shape)}
+
+    def apply_fn(params, x, train=True, state=None, **kw):
+        gamma, beta = params
+        kept = tuple(a % x.ndim for a in axes)
+        features = tuple(d for d in range(x.ndim) if d not in kept)
+        if train:
+            mean = fnp.mean(x, axis=kept)
+            var = fnp.var(x, axis=kept)
+        elif state is None:
+            raise ValueError("BatchNorm in evaluation mode (train=False) needs its running "
+                             "statistics: pass state=...")
+        else:
+            mean, var = state["mean"], state["var"]
+        y = (x - _along(mean, features, x.ndim)) * fnp.rsqrt(
+            _along(var, features, x.ndim) + epsilon)
+        if scale:
+            y = y * _along(gamma, features, x.ndim)
+        if center:
+            y = y + _along(beta, features, x.ndim)
+        if state is None:
+            return y
+        if train:
+            state = {"mean": momentum * state["mean"] + (1 - momentum) * mean,
+                     "var": momentum * state["var"] + (1 - momentum) * var}
+        return y, state
+    return Layer(init_fn, apply_fn, init_state)
+
+
+def Embedding(vocab_size, features, embedding_init=None):
+    """Rows of a learned table, indexed by integer ids."""
+    embedding_init = embedding_init or init.normal(1.0)
+
+    def init_fn(key, input_shape):
+        return tuple(input_shape) + (features,), embedding_init(key, (vocab_size, features))
+
+    def apply_fn(table, ids, **kw):
+        return fnp.take(table, ids, axis=0)
+    return Layer(init_fn, apply_fn)
+
+
+# --------------------------------------------------------------------------- combinators
+
+def serial(*layers):
+    """Apply layers one after another."""
+    layers = [_as_layer(layer) for layer in layers]
+
+    def init_fn(key, input_shape):
+        params = []
+        for layer, k in zip(layers, _split(key, len(layers))):
+            input_shape, p = layer.init(k, input_shape)
+            params.append(p)
+        return input_shape, params
+
+    def apply_fn(params, x, key=None, train=True, state=None):
+        states = state if state is not None else [None] * len(layers)
+        new_states = []
+        for layer, p, k, s in zip(layers, params, _split(key, len(layers)), states):
+            x, s = _call(layer, p, x, s, k, train)
+            new_states.append(s)
+        return (x, new_states) if state is not None else x
+
+    return Layer(init_fn, apply_fn, _combined_state(layers, sequential=True))
+
+
+def parallel(*layers):
+    """Apply layer i to input i of a tuple of inputs."""
+    layers = [_as_layer(layer) for layer in layers]
+
+    def init_fn(key, input_shape):
+        out = [layer.init(k, s) for layer, k, s in
+               zip(layers, _split(key, len(layers)), input_shape)]
+        return tuple(o[0] for o in out), [o[1] for o in out]
+
+    def apply_fn(params, xs, key=None, train=True, state=None):
+        states = state if state is not None else [None] * len(layers)
+        outs, new_states = [], []
+        for layer, p, x, k, s in zip(layers, params, xs, _split(key, len(layers)), states):
+            y, s = _call(layer, p, x, s, k, train)
+            outs.append(y)
+            new_states.append(s)
+        return (tuple(outs), new_states) if state is not None else tuple(outs)
+
+    return Layer(init_fn, apply_fn, _combined_state(layers, sequential=False))
+
+
+def _combined_state(layers, sequential):
+    """init_state of a combinator: its children's states, in a list."""
+    if not any(layer.stateful for layer in layers):
+        return None
+
+    def init_state(input_shape):
+        if not sequential:
+            return [layer.init_state(s) for layer, s in zip(layers, input_shape)]
+        states = []
+        for layer in layers:
+            states.append(layer.init_state(input_shape))
+            input_shape = layer.init(_random().key(0), input_shape)[0]
+        return states
+    return init_state
+
+
+def FanOut(num):
+    """Copy the input num times."""
+    return Layer(lambda key, input_shape: ((input_shape,) * num, ()),
+                 lambda params, x, **kw: (x,) * num)
+
+
+FanInSum = Layer(lambda key, input_shapes: (input_shapes[0], ()),
+                 lambda params, xs, **kw: sum(xs[1:], xs[0]))
+
+
+def FanInConcat(axis=-1):
+    """Concatenate a tuple of inputs along axis."""
+    def init_fn(key, input_shapes):
+        ax = axis % len(input_shapes[0])
+        shape = list(input_shapes[0])
+        shape[ax] = sum(s[ax] for s in input_shapes)
+        return tuple(shape), ()
+    return Layer(init_fn, lambda params, xs, **kw: fnp.concatenate(xs, axis))
