@@ -3,6 +3,7 @@
 Each subclasses the builtin a user would reach for in an ``except`` clause
 (TypeError, ValueError), so code written against numpy or JAX keeps working.
 """
+import os
 
 
 class FnadError(Exception):
@@ -31,3 +32,12 @@ class GradientError(FnadError, TypeError):
 
 class ConcretizationError(FnadError, TypeError):
     """A Python value (bool, int, float) demanded of a value that is only known abstractly."""
+
+
+class FileFormatError(FnadError, ValueError):
+    """A file that does not hold what its format promises (truncated, corrupted), or
+    that does not match what the caller expects of it. ``path`` names the file."""
+
+    def __init__(self, path, message):
+        super().__init__(f"{os.fspath(path)}: {message}")
+        self.path = os.fspath(path)

@@ -32,7 +32,14 @@ def _dict_flatten(d):
 def _dict_unflatten(aux, children):
     cls, keys = aux
     out = dict(zip(keys, children))
-    return out if cls is dict else cls(out)
+    if cls is dict:
+        return out
+    try:
+        return cls(out)
+    except TypeError:       # e.g. defaultdict, whose first argument is a factory
+        node = cls.__new__(cls)
+        node.update(out)
+        return node
 
 
 register_pytree_node(tuple, lambda t: (list(t), None), lambda _, c: tuple(c))
@@ -143,8 +150,10 @@ def _unflatten(treedef, it):
         return leaf
     children = [_unflatten(c, it) for c in treedef.children]
     nodedef = _registry.get(treedef.node_type)
-    if nodedef is None:  # a namedtuple
-        return treedef.node_type(*children)
+    if nodedef is None:
+        if issubclass(treedef.node_type, dict):     # a dict subclass (OrderedDict, ...)
+            return _registry[dict].unflatten(treedef.aux, children)
+        return treedef.node_type(*children)         # a namedtuple
     return nodedef.unflatten(treedef.aux, children)
 
 

@@ -1,0 +1,218 @@
+"""Mini-batch iteration over arrays, optionally shuffled and prefetched.
+
+``batches(data, batch_size, key)`` walks once through `data` — an array or a pytree
+of arrays sharing a leading example axis — and yields batches of the same structure
+whose leaves are fnad Arrays. Every example appears exactly once per pass (the last
+batch is smaller unless ``drop_last``). The order is a function of `key` alone: an int
+seed or an fnad.random key, so a training run is reproducible; shuffle each epoch
+differently by passing a new key (``fnad.random.split``) or seed (``seed + epoch``)::
+
+    for epoch in range(10):
+        for x, y in fnad.data.batches((images, labels), 128, key=epoch):
+            params, opt_state = step(params, opt_state, x, y)
+
+The permutation comes from numpy's Generator seeded with the key's uint32 words (an
+int seed stands for ``fnad.random.key(seed)``), so it does not depend on how
+fnad.random draws numbers. With ``prefetch=k`` a background thread
+gathers up to k batches ahead (numpy work only, never fnad operations, so it cannot
+interfere with a transform running in the main thread).
+"""
+import queue
+import threading
+
+import numpy as np
+
+from .array import Array
+from . import dtypes
+from .errors import ShapeError
+from .tree_util import tree_flatten, tree_unflatten
+
+
+def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0):
+    """An iterator over mini-batches of `data` (one pass).
+
+    data:       an array or a pytree of arrays, all with the same leading axis length.
+    batch_size: examples per batch.
+    key:        None (the data's own order), an int seed, or an fnad.random key.
+    drop_last:  leave out the final batch when it would be smaller than batch_size.
+    prefetch:   batches a background thread prepares ahead (0: none, no thread).
+    """
+    leaves, treedef = tree_flatten(data)
+    arrays = [_as_numpy(leaf, i, treedef) for i, leaf in enumerate(leaves)]
+    n = _num_examples(arrays, treedef)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ValueError(f"batches: batch_size must be a positive int, got {batch_size!r}")
+    if isinstance(prefetch, bool) or not isinstance(prefetch, (int, np.integer)) \
+            or prefetch < 0:
+        raise ValueError(f"batches: prefetch must be an int >= 0, got {prefetch!r}")
+    order = np.arange(n) if key is None else _permutation(n, key)
+    stop = n - n % batch_size if drop_last else n
+    bounds = [(i, min(i + batch_size, n)) for i in range(0, stop, batch_size)]
+    return Batches(arrays, treedef, order, bounds, int(prefetch))
+
+
+def num_batches(num_examples, batch_size, drop_last=False):
+    """How many batches `batches` yields for num_examples examples."""
+    full, rest = divmod(num_examples, batch_size)
+    return full + (1 if rest and not drop_last else 0)
+
+
+class Batches:
+    """The iterator `batches` returns: has a len(), and stops its prefetch thread
+    when closed, exhausted, used as a context manager, or garbage collected."""
+
+    def __init__(self, arrays, treedef, order, bounds, prefetch):
+        self._arrays, self._treedef = arrays, treedef
+        self._order, self._bounds = order, bounds
+        self._prefetch = prefetch
+        self._next = 0                  # index of the next batch (no prefetch)
+        self._queue = self._thread = None
+        self._stop = threading.Event()
+        self._closed = False
+
+    def __len__(self):
+        return len(self._bounds)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._closed:
+            raise StopIteration
+        if not self._prefetch:
+            if self._next >= len(self._bounds):
+                self._closed = True
+                raise StopIteration
+            begin, end = self._bounds[self._next]
+            self._next += 1
+            return _gather(self._arrays, self._treedef, self._order[begin:end])
+        if self._thread is None:
+            self._start()
+        item = self._queue.get()
+        if item is _DONE:
+            self.close()
+            raise StopIteration
+        if isinstance(item, _Failure):
+            self.close()
+            raise item.error
+        return item
+
+    def _start(self):
+        self._queue = queue.Queue(maxsize=self._prefetch)
+        # The thread gets what it needs, not `self`, so that dropping the iterator
+        # lets it be collected (and __del__ stop the thread).
+        self._thread = threading.Thread(
+            target=_produce, name="fnad.data.batches prefetch", daemon=True,
+            args=(self._arrays, self._treedef, self._order, self._bounds, self._queue,
+                  self._stop))
+        self._thread.start()
+
+    def close(self):
+        """Stop iterating and stop the prefetch thread."""
+        self._closed = True
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5.0)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        self._stop.set()
+
+
+class _Failure:
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+
+_DONE = object()
+
+
+def _produce(arrays, treedef, order, bounds, out, stop):
+    """The prefetch thread: put each batch, then _DONE (or a _Failure) on `out`."""
+    try:
+        for begin, end in bounds:
+            if stop.is_set() or not _put(out, _gather(arrays, treedef, order[begin:end]),
+                                         stop):
+                return
+        _put(out, _DONE, stop)
+    except BaseException as e:  # noqa: BLE001 (handed to the consumer, who re-raises it)
+        _put(out, _Failure(e), stop)
+
+
+def _put(out, item, stop):
+    """Put item on the bounded queue unless the consumer has stopped listening."""
+    while not stop.is_set():
+        try:
+            out.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            pass
+    return False
+
+
+def _gather(arrays, treedef, indices):
+    # Fancy indexing copies, so the batch never aliases the caller's (mutable) arrays.
+    return tree_unflatten(treedef, [Array(np.take(a, indices, axis=0)) for a in arrays])
+
+
+def _as_numpy(leaf, index, treedef):
+    if not hasattr(leaf, "shape") or not hasattr(leaf, "dtype"):
+        raise TypeError(f"batches: every leaf of data must be an array; leaf {index} of "
+                        f"{treedef} is a {type(leaf).__name__}")
+    value = np.asarray(leaf)
+    if value.ndim == 0:
+        raise ShapeError(f"batches: leaf {index} of {treedef} is a scalar; every leaf needs "
+                         f"a leading example axis")
+    dtypes.check_supported(value.dtype, f"leaf {index} of the data")
+    return value
+
+
+def _num_examples(arrays, treedef):
+    if not arrays:
+        raise ValueError("batches: data holds no arrays")
+    sizes = [a.shape[0] for a in arrays]
+    if len(set(sizes)) > 1:
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        raise ShapeError(f"batches: the leaves of {treedef} must share their leading "
+                         f"(example) axis; got shapes {shapes}")
+    return sizes[0]
+
+
+def _permutation(n, key):
+    """A permutation of range(n) determined by `key` (an int seed or an fnad key)."""
+    if isinstance(key, bool):
+        raise TypeError("batches: key must be None, an int seed or an fnad.random key, "
+                        "not a bool")
+    if isinstance(key, (int, np.integer)):
+        if not 0 <= key < 2 ** 64:
+            raise ValueError(f"batches: an int seed must lie in [0, 2**64), got {key}")
+        # The words of fnad.random.key(seed), so key=seed and key=key(seed) agree.
+        words = [int(key) >> 32, int(key) & 0xFFFFFFFF]
+    else:
+        words = _key_words(key)
+    return np.random.default_rng(np.random.SeedSequence(words)).permutation(n)
+
+
+def _key_words(key):
+    value = getattr(key, "_value", None)
+    if value is None or value.dtype.kind not in "iu":
+        try:
+            from . import random as fnad_random
+            key = fnad_random.key_data(key)     # typed keys carry their words inside
+        except (ImportError, AttributeError, TypeError, ValueError):
+            pass
+        value = np.asarray(key)
+    if value.dtype.kind not in "iu" or value.size == 0:
+        raise TypeError(f"batches: key must be None, an int seed or an fnad.random key "
+                        f"(an array of unsigned ints); got {type(key).__name__} of dtype "
+                        f"{value.dtype}")
+    # SeedSequence wants non-negative ints; 64 bits hold any fnad key word.
+    return [int(w) % 2 ** 64 for w in value.ravel()]
