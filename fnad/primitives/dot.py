@@ -78,9 +78,11 @@ def _transpose_operand(g, other, x_ndim, x_contract, x_batch, o_contract, o_batc
     return S.transpose(ct, perm) if perm != tuple(range(x_ndim)) else ct
 
 
-def _vjp(g, out, lhs, rhs, dimension_numbers):
+def _vjp(g, out, lhs, rhs, dimension_numbers, needed=(True, True)):
     (lc, rc), (lb, rb) = dimension_numbers
-    ct_lhs = _transpose_operand(g, rhs, lhs.ndim, lc, lb, rc, rb)
+    ct_lhs = _transpose_operand(g, rhs, lhs.ndim, lc, lb, rc, rb) if needed[0] else None
+    if not needed[1]:       # e.g. x @ W with W a constant: skip W's (outer-product) cotangent
+        return ct_lhs, None
     # For rhs, g's axes are (batch, lhs free, rhs free): swap the roles by moving the
     # rhs free axes ahead of the lhs free ones.
     nb, nlf = len(lb), len(_free(lhs.ndim, lc, lb))
@@ -91,8 +93,29 @@ def _vjp(g, out, lhs, rhs, dimension_numbers):
     return ct_lhs, ct_rhs
 
 
+def _batch(args, batch_dims, dimension_numbers):
+    """Both operands batched: the batch axes pair up as one more dot_general batch
+    dimension (leading in the output). One batched: its batch axis is just one more
+    free axis, found in the output among that operand's free axes."""
+    lhs, rhs = args
+    ld, rd = batch_dims
+    (lc, rc), (lb, rb) = dimension_numbers
+    if ld is not None:
+        lc, lb = S.batched_axes(lc, ld), S.batched_axes(lb, ld)
+    if rd is not None:
+        rc, rb = S.batched_axes(rc, rd), S.batched_axes(rb, rd)
+    if ld is not None and rd is not None:
+        return dot_general(lhs, rhs, ((lc, rc), ((ld,) + lb, (rd,) + rb))), 0
+    if ld is not None:
+        out_d = len(lb) + _free(lhs.ndim, lc, lb).index(ld)
+    else:
+        out_d = (len(lb) + len(_free(lhs.ndim, lc, lb))
+                 + _free(rhs.ndim, rc, rb).index(rd))
+    return dot_general(lhs, rhs, ((lc, rc), (lb, rb))), out_d
+
+
 dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, jvp=_jvp,
-                          vjp=_vjp)
+                          vjp=_vjp, batch=_batch, selective_vjp=True)
 
 
 def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):

@@ -36,6 +36,26 @@ def _as(mask, like):
     return convert_element_type_p.bind(mask, new_dtype=like.dtype)
 
 
+# vmap rules: the batch axis stays where it is; the reduced axes are renumbered
+# around it.
+
+def _batch_reduction(prim):
+    def batch(args, batch_dims, axes):
+        (x,), (d,) = args, batch_dims
+        return (prim.bind(x, axes=S.batched_axes(axes, d)),
+                d - sum(a < d for a in axes))
+    return batch
+
+
+def _batch_along(prim, reduces):
+    """For ops along one `axis`, which they reduce (argmax) or keep (cumsum)."""
+    def batch(args, batch_dims, axis, **params):
+        (x,), (d,) = args, batch_dims
+        out = prim.bind(x, axis=axis + (axis >= d), **params)
+        return out, d - (reduces and axis < d)
+    return batch
+
+
 # --------------------------------------------------------------------------- sum
 
 reduce_sum_p = Primitive(
@@ -45,6 +65,7 @@ reduce_sum_p = Primitive(
     jvp=lambda primals, tangents, axes: (reduce_sum(primals[0], axes),
                                          reduce_sum(tangents[0], axes)),
     vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes),))
+reduce_sum_p.batch = _batch_reduction(reduce_sum_p)
 
 
 def reduce_sum(x, axes):
@@ -76,6 +97,7 @@ def _extremum(name, impl, reduction):
 
     prim = Primitive(name, abstract_eval=_reduced_shape(name), impl=checked_impl,
                      jvp=jvp, vjp=vjp, reduction=reduction)
+    prim.batch = _batch_reduction(prim)
     return prim
 
 
@@ -123,6 +145,7 @@ reduce_prod_p = Primitive(
         reduce_prod(primals[0], axes),
         reduce_sum(tangents[0] * _product_of_others(primals[0], axes), axes)),
     vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes) * _product_of_others(x, axes),))
+reduce_prod_p.batch = _batch_reduction(reduce_prod_p)
 
 
 def reduce_prod(x, axes):
@@ -146,6 +169,7 @@ def _arg_reduction(name, impl):
         impl=lambda x, axis, index_dtype: impl(x, axis=axis).astype(index_dtype),
         jvp=lambda primals, tangents, **params: (prim.bind(*primals, **params), None),
         vjp=lambda g, out, x, **params: (None,))
+    prim.batch = _batch_along(prim, reduces=True)
     return prim
 
 
@@ -252,6 +276,7 @@ def _cum_extremum(name, ufunc):
 
     prim = Primitive(name, abstract_eval=_cumulative_shape(name),
                      impl=_along(ufunc.accumulate), jvp=jvp, vjp=vjp)
+    prim.batch = _batch_along(prim, reduces=False)
     return prim
 
 
@@ -260,8 +285,10 @@ cumsum_p = Primitive(
     jvp=lambda primals, tangents, axis, reverse: (cumsum(primals[0], axis, reverse),
                                                   cumsum(tangents[0], axis, reverse)),
     vjp=lambda g, out, x, axis, reverse: (cumsum(g, axis, not reverse),))
+cumsum_p.batch = _batch_along(cumsum_p, reduces=False)
 cumprod_p = Primitive("cumprod", abstract_eval=_cumulative_shape("cumprod"),
                       impl=_along(np.cumprod), jvp=_cumprod_jvp, vjp=_cumprod_vjp)
+cumprod_p.batch = _batch_along(cumprod_p, reduces=False)
 cummax_p = _cum_extremum("cummax", np.maximum)
 cummin_p = _cum_extremum("cummin", np.minimum)
 

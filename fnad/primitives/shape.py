@@ -27,6 +27,24 @@ def _shape_error(name, msg, *avals):
                       + ", ".join(map(str, avals)) + ")")
 
 
+def batched_axes(axes, batch_dim):
+    """Per-example axis numbers as axes of the batched array, whose batch axis is
+    batch_dim: the axes at or after it move up by one."""
+    return tuple(a + (a >= batch_dim) for a in axes)
+
+
+def _unary_batch(rule):
+    """A vmap rule for a one-operand primitive: rule(x, batch_dim, **params) ->
+    (out, out_batch_dim)."""
+    def batch(args, batch_dims, **params):
+        return rule(args[0], batch_dims[0], **params)
+    return batch
+
+
+def _batch_size(args, batch_dims):
+    return next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
+
+
 # --------------------------------------------------------------------------- broadcast_in_dim
 
 def _broadcast_in_dim_shape(x, shape, broadcast_dimensions):
@@ -72,9 +90,20 @@ def _broadcast_in_dim_index(out_indices, in_shape, shape, broadcast_dimensions):
             for i, d in enumerate(broadcast_dimensions)]
 
 
+@_unary_batch
+def _broadcast_in_dim_batch(x, d, shape, broadcast_dimensions):
+    # The batch axis lands right after the output axis of the example axis before
+    # it, so broadcast_dimensions stays increasing.
+    out_d = broadcast_dimensions[d - 1] + 1 if d else 0
+    dims = batched_axes(broadcast_dimensions, out_d)
+    dims = dims[:d] + (out_d,) + dims[d:]
+    shape = tuple(shape[:out_d]) + (x.shape[d],) + tuple(shape[out_d:])
+    return broadcast_in_dim(x, shape, dims), out_d
+
+
 broadcast_in_dim_p = linear("broadcast_in_dim", _broadcast_in_dim_impl,
                             _broadcast_in_dim_shape, _broadcast_in_dim_transpose,
-                            index_map=_broadcast_in_dim_index)
+                            index_map=_broadcast_in_dim_index, batch=_broadcast_in_dim_batch)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
@@ -90,8 +119,20 @@ def _reshape_shape(x, new_sizes):
     return ShapedArray(new_sizes, x.dtype)
 
 
+@_unary_batch
+def _reshape_batch(x, d, new_sizes):
+    # Row-major reshapes act separately on the axes before and after the batch
+    # axis if the new shape splits at the same size; otherwise move it to the front.
+    lead = _size(x.shape[:d])
+    out_d = next((p for p in range(len(new_sizes) + 1) if _size(new_sizes[:p]) == lead), None)
+    if out_d is None:
+        from ..transforms.batching import moveaxis_to
+        x, d, out_d = moveaxis_to(x, d, 0), 0, 0
+    return reshape(x, tuple(new_sizes[:out_d]) + (x.shape[d],) + tuple(new_sizes[out_d:])), out_d
+
+
 reshape_p = linear("reshape", lambda x, new_sizes: x.reshape(new_sizes), _reshape_shape,
-                   lambda g, x, new_sizes: reshape(g, x.shape))
+                   lambda g, x, new_sizes: reshape(g, x.shape), batch=_reshape_batch)
 
 
 def reshape(x, new_sizes):
@@ -105,9 +146,16 @@ def _transpose_shape(x, permutation):
     return ShapedArray(tuple(x.shape[p] for p in permutation), x.dtype)
 
 
+@_unary_batch
+def _transpose_batch(x, d, permutation):
+    perm = batched_axes(permutation, d)         # the batch axis stays where it is
+    return transpose(x, perm[:d] + (d,) + perm[d:]), d
+
+
 transpose_p = linear("transpose", lambda x, permutation: x.transpose(permutation),
                      _transpose_shape,
-                     lambda g, x, permutation: transpose(g, tuple(np.argsort(permutation))))
+                     lambda g, x, permutation: transpose(g, tuple(np.argsort(permutation))),
+                     batch=_transpose_batch)
 
 
 def transpose(x, permutation):
@@ -122,9 +170,16 @@ def _squeeze_shape(x, dimensions):
                        x.dtype)
 
 
+@_unary_batch
+def _squeeze_batch(x, d, dimensions):
+    return (squeeze(x, batched_axes(dimensions, d)),
+            d - builtins.sum(a < d for a in dimensions))
+
+
 squeeze_p = linear("squeeze", lambda x, dimensions: x.reshape(
                        tuple(n for i, n in enumerate(x.shape) if i not in dimensions)),
-                   _squeeze_shape, lambda g, x, dimensions: reshape(g, x.shape))
+                   _squeeze_shape, lambda g, x, dimensions: reshape(g, x.shape),
+                   batch=_squeeze_batch)
 
 
 def squeeze(x, dimensions):
@@ -145,9 +200,18 @@ def _expand_dims_shape(x, dimensions):
     return ShapedArray(_expanded_shape(x.shape, dimensions), x.dtype)
 
 
+@_unary_batch
+def _expand_dims_batch(x, d, dimensions):
+    # The batch axis follows the output axis of the example axis before it.
+    kept = [a for a in range(x.ndim - 1 + len(dimensions)) if a not in dimensions]
+    out_d = kept[d - 1] + 1 if d else 0
+    return expand_dims(x, batched_axes(dimensions, out_d)), out_d
+
+
 expand_dims_p = linear("expand_dims",
                        lambda x, dimensions: x.reshape(_expanded_shape(x.shape, dimensions)),
-                       _expand_dims_shape, lambda g, x, dimensions: reshape(g, x.shape))
+                       _expand_dims_shape, lambda g, x, dimensions: reshape(g, x.shape),
+                       batch=_expand_dims_batch)
 
 
 def expand_dims(x, dimensions):
@@ -162,8 +226,13 @@ def _rev_shape(x, dimensions):
     return ShapedArray(x.shape, x.dtype)
 
 
+@_unary_batch
+def _rev_batch(x, d, dimensions):
+    return rev(x, batched_axes(dimensions, d)), d
+
+
 rev_p = linear("rev", lambda x, dimensions: np.flip(x, dimensions), _rev_shape,
-               lambda g, x, dimensions: rev(g, dimensions))
+               lambda g, x, dimensions: rev(g, dimensions), batch=_rev_batch)
 
 
 def rev(x, dimensions):
@@ -193,7 +262,15 @@ def _slice_transpose(g, x, start_indices, limit_indices, strides):
     return pad(g, zero, tuple(config))
 
 
-slice_p = linear("slice", _slice_impl, _slice_shape, _slice_transpose)
+@_unary_batch
+def _slice_batch(x, d, start_indices, limit_indices, strides):
+    def whole(bounds, value):
+        return tuple(bounds[:d]) + (value,) + tuple(bounds[d:])
+    return slice(x, whole(start_indices, 0), whole(limit_indices, x.shape[d]),
+                 whole(strides, 1)), d
+
+
+slice_p = linear("slice", _slice_impl, _slice_shape, _slice_transpose, batch=_slice_batch)
 
 
 def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 (lax's name)
@@ -262,8 +339,28 @@ def _pad_vjp(g, out, x, v, padding_config):
     return g_x, g_v
 
 
+def _pad_batch(args, batch_dims, padding_config):
+    x, v = args
+    x_dim, v_dim = batch_dims
+    if v_dim is None:                           # pad around the batch axis
+        config = tuple(padding_config[:x_dim]) + ((0, 0, 0),) + tuple(padding_config[x_dim:])
+        return pad(x, v, config), x_dim
+    # A padding value per example: pad with zeros, then put each example's value
+    # where the operand's entries are not.
+    from ..transforms.batching import moveaxis_to
+    from .elementwise import select_p
+    example, config = tuple(x.shape), tuple(padding_config)
+    if x_dim is not None:
+        x = moveaxis_to(x, x_dim, 0)
+        example, config = example[:x_dim] + example[x_dim + 1:], ((0, 0, 0),) + config
+    padded = pad(x, np.zeros((), x.dtype), config)
+    from_operand = pad(np.ones(example, bool), np.zeros((), bool), padding_config)
+    v = reshape(v, (v.shape[0],) + (1,) * len(example))
+    return select_p.bind(from_operand, padded, v), 0
+
+
 pad_p = Primitive("pad", abstract_eval=_pad_shape, impl=_pad_impl, jvp=_pad_jvp,
-                  vjp=_pad_vjp)
+                  vjp=_pad_vjp, batch=_pad_batch)
 
 
 def pad(x, padding_value, padding_config):
@@ -304,9 +401,20 @@ def _concatenate_vjp(g, out, *xs, dimension):
     return cts
 
 
+def _concatenate_batch(args, batch_dims, dimension):
+    # Every operand gets the batch axis of the first batched one (unbatched
+    # operands are broadcast: concatenation has to copy them anyway).
+    from ..transforms.batching import moveaxis_to, broadcast_batch
+    size = _batch_size(args, batch_dims)
+    d = next(d for d in batch_dims if d is not None)
+    xs = [broadcast_batch(x, size, d) if xd is None else moveaxis_to(x, xd, d)
+          for x, xd in zip(args, batch_dims)]
+    return concatenate(xs, dimension + (dimension >= d)), d
+
+
 concatenate_p = Primitive("concatenate", abstract_eval=_concatenate_shape,
                           impl=lambda *xs, dimension: np.concatenate(xs, dimension),
-                          jvp=_concatenate_jvp, vjp=_concatenate_vjp)
+                          jvp=_concatenate_jvp, vjp=_concatenate_vjp, batch=_concatenate_batch)
 
 
 def concatenate(xs, dimension):
@@ -326,7 +434,9 @@ iota_p = Primitive("iota",
                    abstract_eval=lambda dtype, shape, dimension: ShapedArray(shape, dtype),
                    impl=_iota_impl,
                    jvp=lambda primals, tangents, **params: (iota_p.bind(**params), None),
-                   vjp=lambda g, out, **params: ())
+                   vjp=lambda g, out, **params: (),
+                   # No operands, so never batched: vmap only reaches it unbatched.
+                   batch=lambda args, batch_dims, **params: (iota_p.bind(**params), None))
 
 
 def iota(dtype, shape, dimension=0):

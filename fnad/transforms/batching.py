@@ -146,9 +146,10 @@ def broadcast_batch(x, size, dst=0):
     return broadcast_in_dim(x, tuple(shape), tuple(dims))
 
 
-def vmap_flat(fun, values, dims, size):
+def vmap_flat(fun, values, dims, size, keep_unbatched=False):
     """Run fun on per-example views of flat `values` batched along `dims`; returns the
-    flat outputs with their batch axis at 0."""
+    flat outputs with their batch axis at 0. With keep_unbatched, outputs that do not
+    depend on the batch are returned as they are, paired with a batched flag."""
     trace = BatchTrace(current_trace(), size)
     tracers = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(values, dims)]
     try:
@@ -159,11 +160,14 @@ def vmap_flat(fun, values, dims, size):
     result = []
     for o in outs:
         if o is None:               # a symbolic zero (e.g. from a custom bwd) stays one
-            result.append(None)
+            out, batched = None, False
         elif type(o) is BatchTracer and o._trace is trace:
-            result.append(moveaxis_to(o.value, o.batch_dim, 0))
+            out, batched = moveaxis_to(o.value, o.batch_dim, 0), True
+        elif keep_unbatched:
+            out, batched = as_value(o, "vmap output"), False
         else:
-            result.append(broadcast_batch(as_value(o, "vmap output"), size))
+            out, batched = broadcast_batch(as_value(o, "vmap output"), size), True
+        result.append((out, batched) if keep_unbatched else out)
     return result
 
 
@@ -203,16 +207,20 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
             out_tree_cell.append(out_tree)
             return flat_out
 
-        outs = vmap_flat(flat_fun, values, dims, size)
+        outs = vmap_flat(flat_fun, values, dims, size, keep_unbatched=True)
         out_tree = out_tree_cell[0]
         out_axes_flat = _broadcast_out_axes(out_axes, out_tree)
         final = []
-        for o, ax in zip(outs, out_axes_flat):
+        for (o, batched), ax in zip(outs, out_axes_flat):
             if ax is None:
-                from ..primitives.shape import slice as slice_, squeeze
-                first = slice_(o, (0,) * o.ndim, (1,) + tuple(o.shape[1:]))
-                final.append(squeeze(first, (0,)))
+                if batched:
+                    raise ShapeError(f"vmap: out_axes=None for an output of per-example "
+                                     f"shape {tuple(o.shape[1:])} that depends on the mapped "
+                                     f"axis; only batch-independent outputs can be unmapped")
+                final.append(o)
                 continue
+            if not batched:
+                o = broadcast_batch(o, size)
             if not -o.ndim <= ax < o.ndim:
                 raise ShapeError(f"vmap: out_axes {ax} is out of range for an output of "
                                  f"shape {tuple(o.shape[1:])}")

@@ -1,11 +1,15 @@
-"""Full Jacobians and Hessians from jvp (one column per input element) and vjp
-(one row per output element). The result nests the output structure around the
-input structure, with each leaf of shape out.shape + in.shape."""
+"""Full Jacobians and Hessians: jvp vmapped over the unit tangents of the inputs
+(jacfwd) or the pullback of one vjp vmapped over the unit cotangents of the outputs
+(jacrev), so every column (row) is computed in one batched pass. The result nests
+the output structure around the input structure, with each leaf of shape
+out.shape + in.shape."""
 import numpy as np
 
 from ..array import Array
+from ..primitives import shape as S
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import normalize_argnums, check_float_input
+from .batching import vmap
 from .jvp import jvp
 from .vjp import vjp
 
@@ -28,74 +32,86 @@ def _split_args(fun, args, kwargs, argnums, transform):
     return flat_in, tree_in, flat_fun
 
 
-def _basis(flat_in, k):
-    """The k-th unit vector of the concatenated flattened inputs, split into leaves."""
-    out = []
-    for x in flat_in:
-        e = np.zeros(x.size, x.dtype)
-        if 0 <= k < x.size:
-            e[k] = 1
-        k -= x.size
-        out.append(Array(e.reshape(x.shape)))
+def _basis(leaves):
+    """The unit vectors of the leaves flattened and concatenated, split back into
+    leaves: leaf j gets shape (total,) + leaf_j.shape, its row k being leaf j's part
+    of unit vector k."""
+    total = sum(x.size for x in leaves)
+    out, start = [], 0
+    for x in leaves:
+        eye = np.eye(total, x.size, -start, dtype=x.dtype)
+        out.append(Array(eye.reshape((total,) + tuple(x.shape))))
+        start += x.size
     return out
 
 
-def _assemble(table, flat_out, flat_in, tree_out, tree_in, by_output):
-    """Build jac[o][i] of shape out_o.shape + in_i.shape from a table of slices.
-    by_output: table[k][i] is input-shaped, k running over all output elements (jacrev);
-    otherwise table[k][o] is output-shaped, k over all input elements (jacfwd)."""
+def _starts(leaves):
+    return np.cumsum([0] + [x.size for x in leaves]).tolist()
+
+
+def _block(a, axis, start, stop, shape):
+    """a[start:stop] along axis, reshaped to shape."""
+    if (start, stop) != (0, a.shape[axis]):
+        starts, limits = [0] * a.ndim, list(a.shape)
+        starts[axis], limits[axis] = start, stop
+        a = S.slice(a, starts, limits)
+    return S.reshape(a, shape) if tuple(a.shape) != tuple(shape) else a
+
+
+def _zeros_jacobian(flat_out, tree_out, flat_in, tree_in):
     from .. import numpy as fnp
-    starts_out = np.cumsum([0] + [o.size for o in flat_out])
-    starts_in = np.cumsum([0] + [x.size for x in flat_in])
-    per_out = []
-    for o_idx, o in enumerate(flat_out):
-        blocks = []
-        for i_idx, x in enumerate(flat_in):
-            shape = tuple(o.shape) + tuple(x.shape)
-            if by_output:
-                slices = [table[k][i_idx] for k in range(starts_out[o_idx], starts_out[o_idx + 1])]
-                axis = 0
-            else:
-                slices = [table[k][o_idx] for k in range(starts_in[i_idx], starts_in[i_idx + 1])]
-                axis = -1
-            blocks.append(fnp.reshape(fnp.stack(slices, axis), shape) if slices
-                          else fnp.zeros(shape, x.dtype))
-        per_out.append(tree_unflatten(tree_in, blocks))
-    return tree_unflatten(tree_out, per_out)
+    return tree_unflatten(tree_out, [
+        tree_unflatten(tree_in, [fnp.zeros(tuple(o.shape) + tuple(x.shape), x.dtype)
+                                 for x in flat_in]) for o in flat_out])
 
 
 def jacfwd(fun, argnums=0, has_aux=False):
-    """The Jacobian of fun by forward mode: one jvp per input element."""
+    """The Jacobian of fun by forward mode: jvp vmapped over the input's unit vectors."""
     def jacfwd_fun(*args, **kwargs):
         flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, "jacfwd")
-        total = sum(x.size for x in flat_in)
-        columns, aux, flat_out, tree_out = [], None, None, None
-        for k in range(max(total, 1)):
-            result = jvp(flat_fun, tuple(flat_in), tuple(_basis(flat_in, k)), has_aux=has_aux)
-            out, tangent = result[0], result[1]
-            if has_aux:
-                aux = result[2]
+        if sum(x.size for x in flat_in) == 0:
+            out = flat_fun(*flat_in)
+            out, aux = out if has_aux else (out, None)
             flat_out, tree_out = tree_flatten(out)
-            columns.append(tree_flatten(tangent)[0])
-        if total == 0:
-            columns = []
-        jac = _assemble(columns, flat_out, flat_in, tree_out, tree_in, by_output=False)
-        return (jac, aux) if has_aux else jac
+            jac = _zeros_jacobian(flat_out, tree_out, flat_in, tree_in)
+            return (jac, aux) if has_aux else jac
+
+        def pushforward(*tangents):
+            return jvp(flat_fun, tuple(flat_in), tangents, has_aux=has_aux)
+        # Primal outputs and aux do not depend on the tangent: one copy, not a batch.
+        out_axes = (None, -1, None) if has_aux else (None, -1)
+        result = vmap(pushforward, out_axes=out_axes)(*_basis(flat_in))
+        flat_out, tree_out = tree_flatten(result[0])
+        columns = tree_flatten(result[1])[0]    # (out.shape..., total in) each
+        starts = _starts(flat_in)
+        jac = tree_unflatten(tree_out, [
+            tree_unflatten(tree_in, [
+                _block(c, c.ndim - 1, starts[i], starts[i + 1], tuple(o.shape) + tuple(x.shape))
+                for i, x in enumerate(flat_in)])
+            for o, c in zip(flat_out, columns)])
+        return (jac, result[2]) if has_aux else jac
     return jacfwd_fun
 
 
 def jacrev(fun, argnums=0, has_aux=False):
-    """The Jacobian of fun by reverse mode: one forward pass, one vjp per output element."""
+    """The Jacobian of fun by reverse mode: one forward pass, its pullback vmapped
+    over the output's unit vectors."""
     def jacrev_fun(*args, **kwargs):
         flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, "jacrev")
         result = vjp(flat_fun, *flat_in, has_aux=has_aux)
         out, pullback = result[0], result[1]
         flat_out, tree_out = tree_flatten(out)
-        rows = []
-        for k in range(sum(o.size for o in flat_out)):
-            cotangent = tree_unflatten(tree_out, _basis(flat_out, k))
-            rows.append(list(pullback(cotangent)))
-        jac = _assemble(rows, flat_out, flat_in, tree_out, tree_in, by_output=True)
+        if sum(o.size for o in flat_out) == 0:
+            jac = _zeros_jacobian(flat_out, tree_out, flat_in, tree_in)
+        else:
+            rows = vmap(lambda *cts: pullback(tree_unflatten(tree_out, list(cts))))(
+                *_basis(flat_out))                # (total out, in.shape...) each
+            starts = _starts(flat_out)
+            jac = tree_unflatten(tree_out, [
+                tree_unflatten(tree_in, [
+                    _block(r, 0, starts[k], starts[k + 1], tuple(o.shape) + tuple(x.shape))
+                    for x, r in zip(flat_in, rows)])
+                for k, o in enumerate(flat_out)])
         return (jac, result[2]) if has_aux else jac
     return jacrev_fun
 

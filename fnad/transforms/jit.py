@@ -370,3 +370,37 @@ def _hashable_static(value, what):
 
 def _describe(avals):
     return ", ".join(str(a) for a in avals)
+
+
+# --------------------------------------------------------------------------- vmap rules
+
+@functools.lru_cache(maxsize=None)
+def _batched_program(program, in_avals, batch_dims):
+    """The staged vmap of a program over arguments of in_avals batched along
+    batch_dims (None: unbatched), cached per program; outputs batched along 0."""
+    from .batching import vmap_flat
+    size = next(a.shape[d] for a, d in zip(in_avals, batch_dims) if d is not None)
+    run = lambda *xs: evaluate(program, [], list(xs))
+    return optimize(stage_flat(lambda *xs: vmap_flat(run, xs, list(batch_dims), size),
+                               list(in_avals)))
+
+
+def _jit_call_batch(args, batch_dims, program):
+    # vmap(jit(f)) stays one compiled call: jit the vmapped program.
+    avals = tuple(ShapedArray(x.shape, x.dtype) for x in args)
+    outs = _batched_program(program, avals, tuple(batch_dims)).call(*args)
+    return outs, [0] * len(outs)
+
+
+def _custom_call_batch(args, batch_dims, rules, program):
+    # Reached only by binding directly: vmap itself hands custom rules to
+    # BatchTrace.process_custom, which does the same.
+    from .batching import batch_rules, moveaxis_to
+    size = next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
+    moved = [x if d is None else moveaxis_to(x, d, 0) for x, d in zip(args, batch_dims)]
+    outs = bind_custom(batch_rules(rules, [d is not None for d in batch_dims], size), moved)
+    return outs, [0] * len(outs)
+
+
+jit_call_p.batch = _jit_call_batch
+custom_call_p.batch = _custom_call_batch
