@@ -7,7 +7,7 @@ from .transforms.vjp import vjp, grad, value_and_grad  # noqa: F401
 from .transforms.jacobians import jacfwd, jacrev, hessian  # noqa: F401
 from .transforms.custom import custom_jvp, custom_vjp, checkpoint, remat  # noqa: F401
 from . import numpy, lax, tree_util, tree, nn, scipy, test_util, errors  # noqa: F401
-from . import optim, data, io, datasets  # noqa: F401
+from . import optim, data, io, datasets, random  # noqa: F401
 from .errors import (  # noqa: F401
     ShapeError, DTypeError, ImmutableArrayError, EscapedTracerError, GradientError,
     ConcretizationError)

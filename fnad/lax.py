@@ -92,3 +92,4 @@ from .primitives.index import (  # noqa: E402,F401
     gather, scatter, scatter_add, scatter_mul, scatter_min, scatter_max, dynamic_slice,
     dynamic_update_slice, dynamic_slice_in_dim, dynamic_index_in_dim,
     dynamic_update_slice_in_dim, dynamic_update_index_in_dim)
+from .lax_control import cond, switch, while_loop, fori_loop, scan, map  # noqa: E402,F401,A004

@@ -92,8 +92,8 @@ def _hashable(params):
     out = []
     for k in sorted(params):
         v = params[k]
-        if isinstance(v, Program):
-            v = v.structure_key()
+        if _programs_in(v):
+            v = tuple(p.structure_key() for p in _programs_in(v))
         try:
             hash(v)
         except TypeError:
@@ -153,8 +153,10 @@ def pretty(program, indent=0):
         params = []
         nested = []
         for k, v in sorted(eqn.params.items()):
-            if isinstance(v, Program):
-                nested.append((k, v))
+            programs = _programs_in(v)
+            if programs:
+                nested += [(k if len(programs) == 1 else f"{k}[{i}]", p)
+                           for i, p in enumerate(programs)]
             else:
                 params.append(f"{k}={_param_str(v)}")
         head = eqn.prim.name + (f"[{', '.join(params)}]" if params else "")
@@ -164,6 +166,17 @@ def pretty(program, indent=0):
             lines.append(pretty(sub, indent + 8))
     lines.append(pad + "  in ( " + " ".join(name(a) for a in program.outputs) + " ) }")
     return "\n".join(lines)
+
+
+def _programs_in(v):
+    """The Programs a param holds (itself, a closed program, or a tuple of them)."""
+    if isinstance(v, Program):
+        return [v]
+    if hasattr(v, "program") and isinstance(v.program, Program):
+        return [v.program]
+    if isinstance(v, (tuple, list)) and v and all(_programs_in(x) for x in v):
+        return [p for x in v for p in _programs_in(x)]
+    return []
 
 
 def _param_str(v):

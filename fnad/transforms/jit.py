@@ -7,6 +7,7 @@ primitive application whose rules transform the Program (and jit the result).
 """
 import functools
 import inspect
+import weakref
 
 import numpy as np
 
@@ -148,7 +149,20 @@ def optimize(closed):
     return run_passes(closed)
 
 
-@functools.lru_cache(maxsize=None)
+def program_cache(fn):
+    """Memoize fn(program, *key) for as long as the program lives."""
+    caches = weakref.WeakKeyDictionary()
+
+    @functools.wraps(fn)
+    def cached(program, *key):
+        table = caches.setdefault(program, {})
+        if key not in table:
+            table[key] = fn(program, *key)
+        return table[key]
+    return cached
+
+
+@program_cache
 def _derivative_program(program, kind):
     """The staged JVP or VJP of a program, cached per program."""
     from .jvp import jvp
@@ -374,22 +388,28 @@ def _describe(avals):
 
 # --------------------------------------------------------------------------- vmap rules
 
-@functools.lru_cache(maxsize=None)
+@program_cache
 def _batched_program(program, in_avals, batch_dims):
     """The staged vmap of a program over arguments of in_avals batched along
-    batch_dims (None: unbatched), cached per program; outputs batched along 0."""
+    batch_dims (None: unbatched), cached per program, and the batch axis of each
+    output: 0, or None for outputs that do not depend on the batched arguments."""
     from .batching import vmap_flat
     size = next(a.shape[d] for a, d in zip(in_avals, batch_dims) if d is not None)
     run = lambda *xs: evaluate(program, [], list(xs))
-    return optimize(stage_flat(lambda *xs: vmap_flat(run, xs, list(batch_dims), size),
-                               list(in_avals)))
+    out_dims = []
+
+    def batched(*xs):
+        pairs = vmap_flat(run, xs, list(batch_dims), size, keep_unbatched=True)
+        out_dims[:] = [0 if b else None for _, b in pairs]
+        return [o for o, _ in pairs]
+    return optimize(stage_flat(batched, list(in_avals))), tuple(out_dims)
 
 
 def _jit_call_batch(args, batch_dims, program):
     # vmap(jit(f)) stays one compiled call: jit the vmapped program.
     avals = tuple(ShapedArray(x.shape, x.dtype) for x in args)
-    outs = _batched_program(program, avals, tuple(batch_dims)).call(*args)
-    return outs, [0] * len(outs)
+    closed, out_dims = _batched_program(program, avals, tuple(batch_dims))
+    return closed.call(*args), list(out_dims)
 
 
 def _custom_call_batch(args, batch_dims, rules, program):

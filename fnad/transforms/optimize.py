@@ -72,7 +72,15 @@ def fold_constants(closed):
 
 
 def _foldable(e):
-    return e.prim.name not in ("jit_call", "custom_call")
+    """Equations that call programs (jit, custom rules, control flow) are left alone:
+    folding would run them, loops and all, at compile time."""
+    return not any(_holds_program(v) for v in e.params.values())
+
+
+def _holds_program(value):
+    if isinstance(value, (tuple, list)):
+        return any(_holds_program(v) for v in value)
+    return isinstance(value, (Program, ClosedProgram))
 
 
 # --------------------------------------------------------------------------- broadcasts

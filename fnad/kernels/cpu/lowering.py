@@ -205,7 +205,12 @@ class KernelSource:
             args = [value(a) for a in e.inputs]
             params = {k: _param(v) for k, v in e.params.items()}
             t = names[out] = f"t{len(body)}"
-            body.append(f"{t} = {e.prim.scalar.format(*args, **params)}")
+            expr = e.prim.scalar.format(*args, **params)
+            if out.aval.dtype.kind in "iu":
+                # Numba widens integer arithmetic; wrap around in the result's own width,
+                # as numpy does
+                expr = f"np.{out.aval.dtype.name}({expr})"
+            body.append(f"{t} = {expr}")
             if out in materialize:
                 store(out, t)
         args = [f"in{k}" for k in range(len(self.inputs))] + \
