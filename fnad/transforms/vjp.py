@@ -246,7 +246,8 @@ def _trace_forward(fun, primals, has_aux, transform):
     """Run fun under a new tape. Returns what the pullback needs and the outputs."""
     flat_in, tree_in = tree_flatten(primals)
     trace = VJPTrace(current_trace())
-    flat_in = [check_float_input(x, transform, f"input {i}") for i, x in enumerate(flat_in)]
+    flat_in = [x if type(x) is Array and x._value.dtype.kind == "f"
+               else check_float_input(x, transform, f"input {i}") for i, x in enumerate(flat_in)]
     inputs = [trace.new_input(x) for x in flat_in]
     try:
         with use_trace(trace):
@@ -309,17 +310,25 @@ _ONES = {}     # read-only unit cotangents, one per dtype
 
 def value_and_grad(fun, argnums=0, has_aux=False):
     """fun's value and its gradient with respect to the arguments named by argnums."""
-    def value_and_grad_fun(*args, **kwargs):
-        single, nums = normalize_argnums(argnums, len(args), "grad")
+    normalized = {}     # number of arguments -> (single, argnums)
 
-        def restricted(*diff):
-            full = list(args)
-            for i, d in zip(nums, diff):
-                full[i] = d
-            return fun(*full, **kwargs)
+    def value_and_grad_fun(*args, **kwargs):
+        n = len(args)
+        if n not in normalized:
+            normalized[n] = normalize_argnums(argnums, n, "grad")
+        single, nums = normalized[n]
+        if not kwargs and len(nums) == n and nums == tuple(range(n)):
+            restricted = fun        # every argument is differentiated: nothing to fix
+        else:
+            def restricted(*diff):
+                full = list(args)
+                for i, d in zip(nums, diff):
+                    full[i] = d
+                return fun(*full, **kwargs)
 
         trace, flat_in, tree_in, inputs, flat_out, tree_out, aux = _trace_forward(
-            restricted, tuple(args[i] for i in nums), has_aux, "grad")
+            restricted, args if restricted is fun else tuple(args[i] for i in nums),
+            has_aux, "grad")
         out_leaf = _check_scalar_output(flat_out)
         seed = _ONES.get(out_leaf.dtype)
         if seed is None:
