@@ -131,7 +131,8 @@ def _names():
             yield "".join(letters)
 
 
-def pretty(program, indent=0):
+def pretty(program, indent=0, num_consts=0):
+    """The program as text; the first num_consts inputs print as constants (before ;)."""
     names = {}
     gen = _names()
 
@@ -146,8 +147,10 @@ def pretty(program, indent=0):
         return f"{name(v)}:{v.aval}"
 
     pad = " " * indent
-    lines = [pad + "{ lambda " + " ".join(typed(v) for v in program.constvars) + " ; "
-             + " ".join(typed(v) for v in program.invars) + ". let"]
+    constvars = program.constvars + program.invars[:num_consts]
+    invars = program.invars[num_consts:]
+    lines = [pad + "{ lambda " + " ".join(typed(v) for v in constvars) + " ; "
+             + " ".join(typed(v) for v in invars) + ". let"]
     for eqn in program.eqns:
         outs = " ".join(typed(o) for o in eqn.outputs)
         params = []

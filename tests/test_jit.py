@@ -220,6 +220,7 @@ def test_blocked_execution_of_large_math_groups(monkeypatch, threads):
     ufuncs and small Numba loops; force that path on small inputs and compare."""
     from fnad.kernels.cpu import chunked
     monkeypatch.setattr(lowering, "PARALLEL_MIN_ELEMENTS", 1)
+    monkeypatch.setattr(lowering, "BLOCKED_MIN_ELEMENTS", 1)
     monkeypatch.setattr(chunked, "BLOCK_ELEMENTS", 16)
     monkeypatch.setattr(chunked, "_threads", lambda: threads)
     rng = np.random.default_rng(0)

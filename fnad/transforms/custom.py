@@ -173,13 +173,24 @@ class custom_vjp:
         def bwd(residuals, cotangents):
             cts = self.bwd_rule(*static, tree_unflatten(res_tree[0], residuals),
                                 tree_unflatten(fun.out_tree, cotangents))
-            if not isinstance(cts, (tuple, list)):
+            if not isinstance(cts, (tuple, list)) or len(cts) != len(in_tree.children):
                 raise TypeError(f"custom_vjp bwd of {self.__name__} must return a tuple "
-                                f"with one cotangent per differentiable argument")
-            flat_ct, ct_tree = tree_flatten(tuple(cts))
-            if ct_tree != in_tree:
-                raise ValueError(f"custom_vjp bwd of {self.__name__} returned cotangents of "
-                                 f"structure {ct_tree}, but the inputs have structure {in_tree}")
+                                f"with one cotangent per differentiable argument "
+                                f"({len(in_tree.children)}), got {cts!r:.200}")
+            flat_ct, start = [], 0
+            for i, (ct, arg_tree) in enumerate(zip(cts, in_tree.children)):
+                n = arg_tree.num_leaves
+                if ct is None:      # None: a zero cotangent for the whole argument, as in JAX
+                    flat_ct += [zeros_like(x) for x in flat[start:start + n]]
+                else:
+                    leaves, ct_tree = tree_flatten(ct)
+                    if ct_tree != arg_tree:
+                        raise ValueError(
+                            f"custom_vjp bwd of {self.__name__} returned a cotangent of "
+                            f"structure {ct_tree} for argument {i}, whose structure is "
+                            f"{arg_tree}")
+                    flat_ct += leaves
+                start += n
             return flat_ct
 
         def jvp(primals, tangents):

@@ -109,7 +109,8 @@ class ClosedProgram:
         self.consts = consts
 
     def __repr__(self):
-        return repr(self.program)
+        from ..program import pretty
+        return pretty(self.program, num_consts=len(self.consts))
 
     def call(self, *args):
         return jit_call_p.bind(*self.consts, *args, program=self.program)

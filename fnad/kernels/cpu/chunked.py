@@ -22,10 +22,10 @@ def _threads():
     return os.cpu_count() or 1
 
 
-def run_blocks(work, rows):
+def run_blocks(work, rows, parallel=True):
     """work(r0, r1) over [0, rows), split evenly among threads; a list of results."""
     global _pool
-    n = min(_threads(), rows)
+    n = min(_threads(), rows) if parallel else 1
     if n <= 1:
         return [work(0, rows)]
     if _pool is None:
@@ -67,7 +67,7 @@ def _schedule(eqns):
     return [(key[1], stages[key]) for key in sorted(stages)]
 
 
-def chunked_source(group, kernel, materialize, namespace, prefix):
+def chunked_source(group, kernel, materialize, namespace, prefix, parallel=True):
     """Python source of a function with the kernel's signature that runs the group
     block by block; helpers it needs are added to namespace under `prefix`.
 
@@ -152,7 +152,7 @@ def chunked_source(group, kernel, materialize, namespace, prefix):
               "            r1 = min(r0 + step, stop)"]
     lines += ["            " + b for b in body]
     lines += [f"        return ({', '.join(partial)}{',' if partial else ''})",
-              f"    results = {helper(run_blocks)}(work, n0)"]
+              f"    results = {helper(run_blocks)}(work, n0, {parallel})"]
     for k, (slot, impl) in enumerate(finals):
         comb = helper(_combiner(impl))
         lines.append(f"    total = results[0][{k}]")

@@ -29,6 +29,10 @@ _executables = weakref.WeakKeyDictionary()
 # Loop nests at least this large are split across threads (measured on 2 cores: below
 # about this size the thread start-up costs more than it saves).
 PARALLEL_MIN_ELEMENTS = 1 << 17
+# Groups calling exp, sin, tanh... on at least this many elements run block by block
+# through numpy's SIMD ufuncs, which beat Numba's scalar libm calls from here on
+# (each ufunc call costs about a microsecond, each scalar libm call 10-20 ns).
+BLOCKED_MIN_ELEMENTS = 1 << 12
 stats = {"kernels_compiled": 0, "kernels_loaded": 0, "programs_lowered": 0}
 
 
@@ -337,10 +341,12 @@ class Executable:
     def _kernel_call(self, group, materialize, name, names, kernel_sources):
         kernel = KernelSource(group, materialize)
         k = f"k{len(kernel_sources)}"
-        large = int(np.prod(group.shape, dtype=np.int64)) >= PARALLEL_MIN_ELEMENTS
-        if large and chunked.eligible(group):
-            # Math-library-heavy and large: numpy's SIMD ufuncs over cache-sized blocks.
-            source = chunked.chunked_source(group, kernel, materialize, self.namespace, k)
+        size = int(np.prod(group.shape, dtype=np.int64))
+        large = size >= PARALLEL_MIN_ELEMENTS
+        if size >= BLOCKED_MIN_ELEMENTS and chunked.eligible(group):
+            # Math-library-heavy: numpy's SIMD ufuncs over cache-sized blocks.
+            source = chunked.chunked_source(group, kernel, materialize, self.namespace, k,
+                                            parallel=large)
             exec(compile(source, f"<fnad blocked group {k}>", "exec"), self.namespace)
         else:
             # Large loop nests run on all cores; the parallel variant is compiled only

@@ -1,0 +1,407 @@
+"""Kernels for convolution and windowed reductions (pooling).
+
+Convolution works in one layout: lhs (N, C, *spatial), rhs (O, C / groups, *window),
+out (N, O, *spatial). Two strategies, picked per call by the size of their
+intermediate (measured on 2 cores against direct Numba loops, which lost on every
+LeNet shape):
+
+- gather (im2col): copy every input window into a matrix with numpy's strided copy
+  and multiply by the kernel with BLAS. Right for forward passes and for the
+  kernel gradient, whose "window" is the whole output gradient.
+- scatter (col2im): multiply the kernel into every input position first, then add
+  the products into the output with a Numba loop. Needs unit strides; right for the
+  input gradient (a padded and dilated convolution), whose gather matrix would be
+  mostly padding and dilation zeros. (Its result is a transposed view.)
+
+Windowed reductions see the operand, padded with the reduction's identity, as a
+table of rows (the leading dimensions the window does not touch) and describe each
+window by offsets into a row: one Numba loop serves every rank and layout. The
+kernels are compiled lazily, once per dtype, and cached on disk by Numba.
+"""
+import functools
+
+import numba
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+
+def out_size(n, k, stride, lo, hi, lhs_dilation=1, rhs_dilation=1):
+    """Length of a convolution (or window) output along one axis."""
+    padded = (n - 1) * lhs_dilation + 1 + lo + hi if n else lo + hi
+    span = (k - 1) * rhs_dilation + 1
+    return max(0, (padded - span) // stride + 1) if padded >= span else 0
+
+
+def dilate_pad(x, padding, dilation=None, fill=0, lead=0):
+    """x with `dilation - 1` fill values between neighbours and (lo, hi) fill values at
+    the ends of len(padding) axes from axis `lead` on (negative padding crops)."""
+    count = len(padding)
+    axes = x.shape[lead:lead + count]
+    dilation = dilation or (1,) * count
+    if all(d == 1 for d in dilation) and not any(lo or hi for lo, hi in padding):
+        return x
+    grown = [(n - 1) * d + 1 + max(lo, 0) + max(hi, 0) if n else max(lo, 0) + max(hi, 0)
+             for n, d, (lo, hi) in zip(axes, dilation, padding)]
+    out = np.full(x.shape[:lead] + tuple(grown) + x.shape[lead + count:], fill, x.dtype)
+    keep = (slice(None),) * lead
+    out[keep + tuple(slice(max(lo, 0), max(lo, 0) + (n - 1) * d + 1, d)
+                     for n, d, (lo, _) in zip(axes, dilation, padding))] = x
+    return out[keep + tuple(slice(-min(lo, 0), g + min(hi, 0))
+                            for g, (lo, hi) in zip(grown, padding))]
+
+
+def _via_float32(kernel):
+    """Numba has no float16 arithmetic: half-precision operands run in float32."""
+    @functools.wraps(kernel)
+    def run(*args, **params):
+        if any(getattr(a, "dtype", None) == np.float16 for a in args):
+            return kernel(*[a.astype(np.float32) if getattr(a, "dtype", None) == np.float16
+                            else a for a in args], **params).astype(np.float16)
+        return kernel(*args, **params)
+    return run
+
+
+# --------------------------------------------------------------------------- convolution
+
+@_via_float32
+def conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count):
+    groups = feature_group_count
+    n, o = lhs.shape[0], rhs.shape[0]
+    window, spatial = rhs.shape[2:], lhs.shape[2:]
+    out_spatial = tuple(out_size(*args) for args in zip(
+        spatial, window, window_strides, *zip(*padding), lhs_dilation, rhs_dilation))
+    dtype = np.result_type(lhs, rhs)
+    if 0 in lhs.shape or 0 in rhs.shape or 0 in out_spatial:
+        return np.zeros((n, o) + out_spatial, dtype)
+    kernel_size = int(np.prod(window))
+    gather_size = lhs.shape[1] * kernel_size * int(np.prod(out_spatial))
+    scatter_size = o * kernel_size * int(np.prod(spatial))
+    # The scatter's additions cost about twice the gather's copies per element.
+    if (all(s == 1 for s in window_strides) and len(window) <= 3
+            and 2 * scatter_size < gather_size):
+        return _conv_scatter(lhs, rhs, padding, lhs_dilation, rhs_dilation, groups,
+                             out_spatial, dtype)
+    # A channels-last operand (fnad.nn's NHWC) copies each window row as one run of
+    # window width * features: faster than the channels-first copy when that run
+    # is longer than an output row (conv2 of LeNet: 1.8x, measured).
+    channels_last = np.moveaxis(lhs, 1, -1)
+    run = lhs.shape[1] * (window[-1] if rhs_dilation[-1] == 1 else 1)
+    if groups == 1 and channels_last.flags.c_contiguous and run > out_spatial[-1]:
+        return _conv_gather_channels_last(channels_last, rhs, window_strides, padding,
+                                          lhs_dilation, rhs_dilation, out_spatial)
+    return _conv_gather(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                        groups, out_spatial)
+
+
+# Patches are built and multiplied a chunk at a time, small enough to stay in the L2
+# cache between the copy and the matmul: 2-3x faster than one large patch matrix on
+# the kernel-gradient shapes of LeNet (measured).
+CHUNK_BYTES = 1 << 18
+
+
+def _chunks(n, size, item_bytes):
+    step = max(1, CHUNK_BYTES // max(item_bytes, 1))
+    return [(i, min(size, i + step)) for i in range(0, size, step)] if n else []
+
+
+def _conv_gather(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation, groups, out_spatial):
+    n, c = lhs.shape[:2]
+    o, cg = rhs.shape[:2]
+    og, window = o // groups, tuple(rhs.shape[2:])
+    x = dilate_pad(lhs, padding, lhs_dilation, lead=2)
+    sn, sc = x.strides[:2]
+    ss = x.strides[2:]
+    windows = as_strided(
+        x, (n, groups, cg) + window + tuple(out_spatial),
+        (sn, cg * sc, sc) + tuple(d * s for d, s in zip(rhs_dilation, ss))
+        + tuple(st * s for st, s in zip(strides, ss)), writeable=False)
+    k, p = int(np.prod(window)), int(np.prod(out_spatial))
+    kernel = rhs.reshape(groups, og, cg, k)
+    out = np.empty((n, groups, og, p), np.result_type(lhs, rhs))
+    # Copy with the longer of the two innermost axes innermost: numpy's strided copy
+    # runs at memory speed over long runs and crawls over runs of a few elements.
+    transposed = out_spatial[-1] < window[-1]
+    channel_bytes = groups * k * p * x.itemsize
+    if cg * channel_bytes <= CHUNK_BYTES:      # whole examples per chunk
+        w = kernel.reshape(groups, og, cg * k)
+        for n0, n1 in _chunks(n, n, cg * channel_bytes):
+            _patch_matmul(w, windows[n0:n1], transposed, out[n0:n1])
+    else:                                      # a few input features of one example
+        parts = _chunks(n, cg, channel_bytes)
+        weights = [np.ascontiguousarray(kernel[:, :, c0:c1]).reshape(groups, og, (c1 - c0) * k)
+                   for c0, c1 in parts]
+        partial = np.empty((1, groups, og, p), out.dtype)
+        for i in range(n):
+            for j, ((c0, c1), w) in enumerate(zip(parts, weights)):
+                dest = out[i:i + 1] if j == 0 else partial
+                _patch_matmul(w, windows[i:i + 1, :, c0:c1], transposed, dest)
+                if j:
+                    out[i:i + 1] += partial
+    return out.reshape((n, o) + tuple(out_spatial))
+
+
+def _conv_gather_channels_last(x, rhs, strides, padding, lhs_dilation, rhs_dilation,
+                               out_spatial):
+    """x is (N, *spatial, C); patches (N * outputs, window * C) times a (window * C, O)
+    kernel give a channels-last output, returned as an (N, O, *spatial) view."""
+    n, c, o = x.shape[0], x.shape[-1], rhs.shape[0]
+    window, nd = tuple(rhs.shape[2:]), rhs.ndim - 2
+    x = dilate_pad(x, padding, lhs_dilation, lead=1)
+    ss = x.strides[1:-1]
+    windows = as_strided(
+        x, (n,) + tuple(out_spatial) + window + (c,),
+        (x.strides[0],) + tuple(st * s for st, s in zip(strides, ss))
+        + tuple(d * s for d, s in zip(rhs_dilation, ss)) + (x.strides[-1],), writeable=False)
+    rows = int(np.prod(window)) * c
+    kernel = np.moveaxis(rhs, (0, 1), (-1, -2)).reshape(rows, o)
+    out = np.empty((n,) + tuple(out_spatial) + (o,), np.result_type(x, rhs))
+    flat = out.reshape(n, -1, o)
+    for n0, n1 in _chunks(n, n, flat.shape[1] * rows * x.itemsize):
+        patches = np.ascontiguousarray(windows[n0:n1]).reshape(n1 - n0, -1, rows)
+        np.matmul(patches, kernel, out=flat[n0:n1])
+    return np.moveaxis(out, -1, 1)
+
+
+def _patch_matmul(w, windows, transposed, out):
+    """out = w @ patches, the patches copied from windows (m, G, c, *window, *out)."""
+    m, groups, c = windows.shape[:3]
+    nd = (windows.ndim - 3) // 2
+    if not transposed:
+        patches = np.ascontiguousarray(windows).reshape(m, groups, w.shape[-1], -1)
+        np.matmul(w, patches, out=out)
+    else:
+        perm = (0, 1) + tuple(range(3 + nd, 3 + 2 * nd)) + (2,) + tuple(range(3, 3 + nd))
+        patches = np.ascontiguousarray(windows.transpose(perm)).reshape(m, groups, -1,
+                                                                        w.shape[-1])
+        np.matmul(w, patches.swapaxes(-1, -2), out=out)
+
+
+def _conv_scatter(lhs, rhs, padding, lhs_dilation, rhs_dilation, groups, out_spatial, dtype):
+    """Unit strides only: input position i meets window position k at output
+    position lo + i * lhs_dilation - k * rhs_dilation (per axis). The batch axis is
+    innermost, so the matmul is one large product per group and the additions run
+    over contiguous rows (2x faster than batch-first on LeNet's input gradient)."""
+    n, c = lhs.shape[:2]
+    o, cg = rhs.shape[:2]
+    og = o // groups
+    window, spatial = tuple(rhs.shape[2:]), tuple(lhs.shape[2:])
+    k, size = int(np.prod(window)), int(np.prod(spatial))
+    # products[g, (o, k), (i, n)] = sum_c rhs[g, o, c, k] * lhs[n, g, c, i]
+    w = np.moveaxis(rhs.reshape((groups, og, cg, k)), 2, 3).reshape(groups, og * k, cg)
+    x = np.moveaxis(lhs.reshape(n, groups, cg, size), 0, 3).reshape(groups, cg, size * n)
+    pad3 = (1,) * (3 - len(window))
+    products = np.matmul(w, x).reshape((o,) + pad3 + window + pad3 + spatial + (n,))
+    ranges = [_scatter_ranges(1, 1, 1, 0, 1, 1)] * len(pad3) + [
+        _scatter_ranges(*args) for args in zip(spatial, window, out_spatial,
+                                                (lo for lo, _ in padding), lhs_dilation,
+                                                rhs_dilation)]
+    out = np.zeros((o,) + pad3 + tuple(out_spatial) + (n,), dtype)
+    _col2im(products, ranges[0], ranges[1], ranges[2], out)
+    return np.moveaxis(out.reshape((o,) + tuple(out_spatial) + (n,)), -1, 0)
+
+
+@functools.lru_cache(maxsize=512)
+def _scatter_ranges(n, k, n_out, lo, lhs_dilation, rhs_dilation):
+    """Per window position: the input positions [i0, i1) that land in the output, the
+    output position of i0 and the output step between consecutive inputs."""
+    table = np.zeros((k, 4), np.int64)
+    for j in range(k):
+        offset = j * rhs_dilation - lo
+        i0 = max(0, -(-offset // lhs_dilation))
+        i1 = min(n - 1, (n_out - 1 + offset) // lhs_dilation)
+        table[j] = (i0, i1 + 1, i0 * lhs_dilation - offset, lhs_dilation) if i1 >= i0 \
+            else (0, 0, 0, 1)
+    table.flags.writeable = False
+    return table
+
+
+@numba.njit(cache=True)
+def _col2im(products, ra, rb, rc, out):
+    """out[m, ya + (i - ia) * sa, yb + (j - ib) * sb, yc + (l - ic) * sc, :] +=
+    products[m, a, b, c, i, j, l, :] over the input positions (i, j, l) that window
+    position (a, b, c) maps into the output; (ia, i1, ya, sa) = ra[a], and likewise."""
+    m_size, ka, kb, kc = products.shape[:4]
+    batch = products.shape[-1]
+    for m in range(m_size):
+        for a in range(ka):
+            ia, ia1, ya, sa = ra[a, 0], ra[a, 1], ra[a, 2], ra[a, 3]
+            for b in range(kb):
+                ib, ib1, yb, sb = rb[b, 0], rb[b, 1], rb[b, 2], rb[b, 3]
+                for c in range(kc):
+                    ic, ic1, yc, sc = rc[c, 0], rc[c, 1], rc[c, 2], rc[c, 3]
+                    for i in range(ia, ia1):
+                        for j in range(ib, ib1):
+                            src = products[m, a, b, c, i, j]
+                            dst = out[m, ya + (i - ia) * sa, yb + (j - ib) * sb]
+                            if sc == 1:     # one contiguous run over (l, batch)
+                                s = src[ic:ic1].ravel()
+                                d = dst[yc:yc + ic1 - ic].ravel()
+                                for t in range(s.shape[0]):
+                                    d[t] += s[t]
+                            else:
+                                for l in range(ic, ic1):
+                                    s, d = src[l], dst[yc + (l - ic) * sc]
+                                    for t in range(batch):
+                                        d[t] += s[t]
+
+
+# --------------------------------------------------------------------------- windows
+
+MAX, MIN, SUM = 0, 1, 2
+
+
+def identity(op, dtype):
+    dtype = np.dtype(dtype)
+    if op == SUM:
+        return dtype.type(0)
+    if dtype.kind == "f":
+        return dtype.type(-np.inf if op == MAX else np.inf)
+    if dtype.kind == "b":
+        return op == MIN
+    info = np.iinfo(dtype)
+    return dtype.type(info.min if op == MAX else info.max)
+
+
+@functools.lru_cache(maxsize=512)
+def _window_tables(shape, window, strides):
+    """For a C-contiguous padded operand of `shape`: how many leading rows the window
+    leaves alone, the start offset of each window in a row, the offset of each window
+    element from its start, and the output shape."""
+    lead = 0
+    while lead < len(shape) and window[lead] == 1 and strides[lead] == 1:
+        lead += 1
+    row_shape = shape[lead:]
+    elem = np.ones(len(row_shape), np.int64)
+    for i in range(len(row_shape) - 2, -1, -1):
+        elem[i] = elem[i + 1] * row_shape[i + 1]
+    out_shape = tuple(out_size(n, k, s, 0, 0) for n, k, s in zip(shape, window, strides))
+    starts = np.zeros(out_shape[lead:], np.int64)
+    offsets = np.zeros(window[lead:], np.int64)
+    for i, (n, k, s, e) in enumerate(zip(out_shape[lead:], window[lead:], strides[lead:],
+                                         elem)):
+        view = [1] * len(row_shape)
+        view[i] = -1
+        starts = starts + (np.arange(n) * s * e).reshape(view)
+        offsets = offsets + (np.arange(k) * e).reshape(view)
+    starts, offsets = starts.ravel(), offsets.ravel()
+    starts.flags.writeable = offsets.flags.writeable = False
+    rows = int(np.prod(shape[:lead], dtype=np.int64))
+    return (rows, int(np.prod(row_shape, dtype=np.int64))), starts, offsets, out_shape
+
+
+def _in_memory_order(x, *per_axis):
+    """A C-contiguous view of x with its axes in memory order (x itself, or a copy
+    when no order of its axes is contiguous), the per-axis parameters permuted to
+    match, and the permutation."""
+    perm = tuple(range(x.ndim))
+    if not x.flags.c_contiguous and x.ndim > 1:
+        order = tuple(int(i) for i in np.argsort([-abs(s) for s in x.strides], kind="stable"))
+        if x.transpose(order).flags.c_contiguous:
+            perm = order
+        else:
+            x = np.ascontiguousarray(x)
+    if perm != tuple(range(x.ndim)):
+        x = x.transpose(perm)
+        per_axis = [tuple(p[i] for i in perm) for p in per_axis]
+    return x, per_axis, perm
+
+
+def _windows(x, window, strides, padding, fill):
+    """(padded operand as a (rows, row) table, its padded shape, tables, perm)."""
+    x, (window, strides, padding), perm = _in_memory_order(x, window, strides, padding)
+    xp = np.ascontiguousarray(dilate_pad(x, padding, fill=fill))
+    table_shape, starts, offsets, out_shape = _window_tables(xp.shape, window, strides)
+    return xp.reshape(table_shape), xp.shape, starts, offsets, out_shape, perm, padding
+
+
+def _restore(out, perm):
+    return out if perm == tuple(range(out.ndim)) else out.transpose(np.argsort(perm))
+
+
+@_via_float32
+def reduce_window(x, op, window, strides, padding):
+    table, _, starts, offsets, out_shape, perm, _ = _windows(
+        x, window, strides, padding, identity(op, x.dtype))
+    out = np.empty((table.shape[0], starts.size), x.dtype)
+    if out.size:
+        if offsets.size:
+            _reduce_rows(table, starts, offsets, op, out)
+        else:
+            out[...] = identity(op, x.dtype)
+    return _restore(out.reshape(out_shape), perm)
+
+
+def _selected(x, op, window, strides, padding):
+    table, shape, starts, offsets, out_shape, perm, padding = _windows(
+        x, window, strides, padding, identity(op, x.dtype))
+    chosen = np.zeros((table.shape[0], starts.size), np.int64)
+    if chosen.size and offsets.size:
+        _select_rows(table, starts, offsets, op == MAX, chosen)
+    return chosen, shape, out_shape, perm, padding
+
+
+@_via_float32
+def select_and_gather(t, x, op, window, strides, padding):
+    """Per window, t at the position of x's first maximum (op MAX) or minimum."""
+    chosen, _, out_shape, perm, padding = _selected(x, op, window, strides, padding)
+    tp = np.ascontiguousarray(dilate_pad(t.transpose(perm), padding, fill=0))
+    out = np.take_along_axis(tp.reshape(chosen.shape[0], tp.size // max(chosen.shape[0], 1)),
+                             chosen, axis=1)
+    return _restore(out.reshape(out_shape), perm)
+
+
+@_via_float32
+def select_and_scatter(g, x, op, window, strides, padding):
+    """The transpose of select_and_gather: each window's g added at its chosen position."""
+    chosen, shape, _, perm, padding = _selected(x, op, window, strides, padding)
+    acc = np.zeros(shape, g.dtype)
+    if chosen.size:
+        _scatter_add_rows(acc.reshape(chosen.shape[0], acc.size // chosen.shape[0]), chosen,
+                          np.ascontiguousarray(g.transpose(perm)).reshape(chosen.shape))
+    # Back from padded coordinates: crop the padding, re-insert cropped positions.
+    inner = tuple(slice(max(lo, 0), n - max(hi, 0)) for n, (lo, hi) in zip(shape, padding))
+    out = dilate_pad(acc[inner], [(-min(lo, 0), -min(hi, 0)) for lo, hi in padding])
+    return _restore(np.ascontiguousarray(out), perm)
+
+
+@numba.njit(cache=True)
+def _reduce_rows(table, starts, offsets, op, out):
+    for r in range(table.shape[0]):
+        row = table[r]
+        for p in range(starts.shape[0]):
+            base = starts[p]
+            acc = row[base + offsets[0]]
+            for q in range(1, offsets.shape[0]):
+                v = row[base + offsets[q]]
+                if op == SUM:
+                    acc += v
+                elif op == MAX:     # NaN propagates, as in np.maximum
+                    if v > acc or (v != v and acc == acc):
+                        acc = v
+                elif v < acc or (v != v and acc == acc):
+                    acc = v
+            out[r, p] = acc
+
+
+@numba.njit(cache=True)
+def _select_rows(table, starts, offsets, is_max, chosen):
+    """The offset in its row of each window's first maximum (or minimum); a NaN wins."""
+    for r in range(table.shape[0]):
+        row = table[r]
+        for p in range(starts.shape[0]):
+            best_at = starts[p] + offsets[0]
+            best = row[best_at]
+            for q in range(1, offsets.shape[0]):
+                at = starts[p] + offsets[q]
+                v = row[at]
+                better = v > best if is_max else v < best
+                if better or (v != v and best == best):
+                    best, best_at = v, at
+            chosen[r, p] = best_at
+
+
+@numba.njit(cache=True)
+def _scatter_add_rows(acc, chosen, values):
+    for r in range(chosen.shape[0]):
+        for p in range(chosen.shape[1]):
+            acc[r, chosen[r, p]] += values[r, p]
