@@ -56,9 +56,10 @@ def fold_constants(closed):
         if e.inputs and all(v is not None for v in vals) and _foldable(e):
             outs = e.prim.impl(*vals, **e.params)
             outs = outs if e.prim.multiple_results else [outs]
-            # Folding must not inflate constants (a broadcast stays a cheap index map).
-            largest_input = max(np.size(v) for v in vals)
-            if all(np.size(o) <= min(FOLD_LIMIT, max(largest_input, 1)) for o in outs):
+            # A broadcast stays an index map: folding it would only inflate a constant.
+            limit = FOLD_LIMIT if e.prim.index_map is None else \
+                max(max(np.size(v) for v in vals), 1)
+            if all(np.size(o) <= limit for o in outs):
                 for var, o in zip(e.outputs, outs):
                     o = np.asarray(o)
                     if o.ndim == 0:
