@@ -93,3 +93,7 @@ from .primitives.index import (  # noqa: E402,F401
     dynamic_update_slice, dynamic_slice_in_dim, dynamic_index_in_dim,
     dynamic_update_slice_in_dim, dynamic_update_index_in_dim)
 from .lax_control import cond, switch, while_loop, fori_loop, scan, map  # noqa: E402,F401,A004
+from .lax_conv import (  # noqa: E402,F401
+    conv_general_dilated, conv, conv_with_general_padding, conv_transpose,
+    conv_dimension_numbers, ConvDimensionNumbers, padtype_to_pads, reduce_window, max_pool,
+    avg_pool)

@@ -4,9 +4,11 @@ These thin functions only normalize arguments: layouts given by dimension number
 become the primitive's one layout (batch, feature, spatial...) by transposes, string
 paddings become (lo, hi) pairs, and a reduce_window whose init value is not its
 operation's identity reduces each window and then combines the result with the init
-value once (padding contributes nothing, as JAX computes it). Differences from JAX: batch_group_count must be 1, and
-reduce_window takes the computations 'max', 'min' and 'add' (as strings or as
-fnad.lax.max / min / add and the numpy ufuncs) but not arbitrary functions.
+value once (padding contributes nothing, as JAX computes it).
+
+Differences from JAX: batch_group_count must be 1; reduce_window takes the
+computations 'max', 'min' and 'add' (as strings, or as fnad.lax.max / min / add and
+the numpy ufuncs), not arbitrary functions, and no base or window dilation.
 """
 import operator
 from typing import NamedTuple

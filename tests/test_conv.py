@@ -171,6 +171,7 @@ def test_kernel_strategies_and_chunks(monkeypatch):
     """Tiny chunks exercise the per-feature chunking; both kernel strategies agree."""
     rng = np.random.default_rng(3)
     monkeypatch.setattr(kernels, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(kernels, "EXAMPLE_CHUNK_BYTES", 64)
     for xs, ws, kw in CONV_CASES[:8]:
         x, w = normal(rng, *xs), normal(rng, *ws)
         np.testing.assert_allclose(np.asarray(lc.conv_general_dilated(x, w, **kw)),
@@ -178,11 +179,13 @@ def test_kernel_strategies_and_chunks(monkeypatch):
         if kw.get("feature_group_count", 1) == 1 and 0 not in _ref(x, w, kw).shape:
             nd = x.ndim - 2
             expected = _ref(x, w, kw)
-            out = kernels._conv_gather_channels_last(
-                np.ascontiguousarray(np.moveaxis(x, 1, -1)), w, kw["window_strides"],
-                _explicit_padding(x.shape, w.shape, kw), kw.get("lhs_dilation") or (1,) * nd,
-                kw.get("rhs_dilation") or (1,) * nd, expected.shape[2:])
-            np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
+            for path, axis in ((kernels._conv_gather_channels_last, 1),
+                               (kernels._conv_gather_batch_last, 0)):
+                out = path(np.ascontiguousarray(np.moveaxis(x, axis, -1)), w,
+                           kw["window_strides"], _explicit_padding(x.shape, w.shape, kw),
+                           kw.get("lhs_dilation") or (1,) * nd,
+                           kw.get("rhs_dilation") or (1,) * nd, expected.shape[2:])
+                np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-10)
     x, w = normal(rng, 3, 4, 5, 4), normal(rng, 2, 4, 3, 3)
     args = ((1, 1), ((2, 2), (2, 1)), (2, 1), (1, 2), 1)
     spatial = tuple(kernels.out_size(*a) for a in zip(x.shape[2:], w.shape[2:], args[0],
@@ -220,7 +223,8 @@ def test_conv_transpose(padding, strides):
     dn = ("NHWC", "HWIO", "NHWC")
     g = normal(rng, 2, 5, 4, 4)                          # w's 4 output features
     out = lc.conv_transpose(g, w, strides, padding, transpose_kernel=True)
-    fwd = lambda y: lc.conv_general_dilated(y, w, strides, padding, dimension_numbers=dn)  # noqa: E731
+    def fwd(y):
+        return lc.conv_general_dilated(y, w, strides, padding, dimension_numbers=dn)
     if tuple(fwd(np.zeros(out.shape)).shape) == g.shape:   # shapes round-trip
         _, pullback = fnad.vjp(fwd, np.zeros(out.shape))
         np.testing.assert_allclose(np.asarray(out), np.asarray(pullback(g)[0]),
@@ -257,6 +261,11 @@ def test_conv_grads_nhwc_and_transpose():
     check_grads(lambda x, w: lc.conv_general_dilated(x, w, (2, 1), "SAME",
                                                      dimension_numbers=dn,
                                                      feature_group_count=2),
+                (x, w), order=2, modes=("fwd", "rev"))
+    x, w = normal(rng, 2, 5, 4, 3), normal(rng, 3, 2, 3, 2)
+    check_grads(lambda x, w: lc.conv_general_dilated(x, w, (1, 2), ((1, 2), (0, 1)),
+                                                     rhs_dilation=(1, 2),
+                                                     dimension_numbers=dn),
                 (x, w), order=2, modes=("fwd", "rev"))
     y, v = normal(rng, 1, 3, 3, 2), normal(rng, 2, 3, 2, 3)
     check_grads(lambda y, v: lc.conv_transpose(y, v, (2, 2), "SAME"), (y, v), order=2,
@@ -446,6 +455,7 @@ def test_float32_in_float32_out():
     assert gx.dtype == gw.dtype == np.float32
     gx64, gw64 = fnad.grad(loss, argnums=(0, 1))(x.astype(np.float64), w.astype(np.float64))
     np.testing.assert_allclose(np.asarray(gw), np.asarray(gw64), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(gx), np.asarray(gx64), rtol=1e-4, atol=1e-4)
     assert lc.conv(x, w, (1, 1), "SAME", preferred_element_type=np.float64).dtype == np.float64
 
 

@@ -52,10 +52,6 @@ def _conv_shape(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation
     return ShapedArray((lhs.shape[0], rhs.shape[0]) + spatial, dtype)
 
 
-def _conv_impl(lhs, rhs, **params):
-    return K.conv(lhs, rhs, **params)
-
-
 def conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count):
     return conv_general_dilated_p.bind(
         lhs, rhs, window_strides=tuple(window_strides), padding=tuple(padding),
@@ -166,7 +162,7 @@ def _conv_batch(args, batch_dims, **params):
 
 
 conv_general_dilated_p = Primitive(
-    "conv_general_dilated", abstract_eval=_conv_shape, impl=_conv_impl, jvp=_conv_jvp,
+    "conv_general_dilated", abstract_eval=_conv_shape, impl=K.conv, jvp=_conv_jvp,
     vjp=_conv_vjp, batch=_conv_batch, selective_vjp=True)
 
 

@@ -1,22 +1,27 @@
 """Kernels for convolution and windowed reductions (pooling).
 
-Convolution works in one layout: lhs (N, C, *spatial), rhs (O, C / groups, *window),
-out (N, O, *spatial). Two strategies, picked per call by the size of their
-intermediate (measured on 2 cores against direct Numba loops, which lost on every
-LeNet shape):
+Convolution works in one logical layout: lhs (N, C, *spatial), rhs (O, C / groups,
+*window), out (N, O, *spatial); operands may be any strided views of it. Two
+strategies, picked per call by the size of their intermediate (measured on 2 cores
+against direct Numba loops, which lost on the LeNet shapes):
 
-- gather (im2col): copy every input window into a matrix with numpy's strided copy
-  and multiply by the kernel with BLAS. Right for forward passes and for the
-  kernel gradient, whose "window" is the whole output gradient.
+- gather (im2col): copy every input window into a patch matrix with numpy's strided
+  copy and multiply by the kernel with BLAS, a cache-sized chunk at a time. Right
+  for forward passes and for the kernel gradient, whose "window" is the whole
+  output gradient. The copy follows the operand's memory order: channels-first,
+  channels-last (NHWC operands) or batch-last (the kernel gradient of an NHWC
+  convolution sees its input that way), so that it copies long contiguous runs.
 - scatter (col2im): multiply the kernel into every input position first, then add
   the products into the output with a Numba loop. Needs unit strides; right for the
-  input gradient (a padded and dilated convolution), whose gather matrix would be
-  mostly padding and dilation zeros. (Its result is a transposed view.)
+  input gradient (a padded and dilated convolution), whose patch matrix would be
+  mostly padding and dilation zeros.
+
+Results may be transposed views (of a channels-last or batch-last buffer).
 
 Windowed reductions see the operand, padded with the reduction's identity, as a
-table of rows (the leading dimensions the window does not touch) and describe each
-window by offsets into a row: one Numba loop serves every rank and layout. The
-kernels are compiled lazily, once per dtype, and cached on disk by Numba.
+table of rows (the leading axes the window does not touch) and describe the windows
+by offsets into a row: one Numba loop serves every rank and layout. The kernels
+are compiled lazily, once per dtype, and cached on disk by Numba.
 """
 import functools
 
@@ -83,29 +88,39 @@ def conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, feature_
                              out_spatial, dtype)
     # A channels-last operand (fnad.nn's NHWC) copies each window row as one run of
     # window width * features: faster than the channels-first copy when that run
-    # is longer than an output row (conv2 of LeNet: 1.8x, measured).
-    channels_last = np.moveaxis(lhs, 1, -1)
-    run = lhs.shape[1] * (window[-1] if rhs_dilation[-1] == 1 else 1)
-    if groups == 1 and channels_last.flags.c_contiguous and run > out_spatial[-1]:
-        return _conv_gather_channels_last(channels_last, rhs, window_strides, padding,
-                                          lhs_dilation, rhs_dilation, out_spatial)
+    # is longer than an output row (conv2 of LeNet: 1.8x, measured). The kernel
+    # gradient of a channels-last convolution sees its lhs with the batch axis
+    # innermost in memory, and copies runs of window width * batch (2-3x).
+    if groups == 1 and not lhs.flags.c_contiguous:
+        channels_last = np.moveaxis(lhs, 1, -1)
+        run = lhs.shape[1] * (window[-1] if rhs_dilation[-1] == 1 else 1)
+        if channels_last.flags.c_contiguous and run > out_spatial[-1]:
+            return _conv_gather_channels_last(channels_last, rhs, window_strides, padding,
+                                              lhs_dilation, rhs_dilation, out_spatial)
+        batch_last = np.moveaxis(lhs, 0, -1)
+        if batch_last.flags.c_contiguous:
+            return _conv_gather_batch_last(batch_last, rhs, window_strides, padding,
+                                           lhs_dilation, rhs_dilation, out_spatial)
     return _conv_gather(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                         groups, out_spatial)
 
 
-# Patches are built and multiplied a chunk at a time, small enough to stay in the L2
-# cache between the copy and the matmul: 2-3x faster than one large patch matrix on
-# the kernel-gradient shapes of LeNet (measured).
+# Patches are built and multiplied a chunk at a time. Chunks of a few features stay
+# in the L2 cache between the copy and the matmul: 2-3x faster than one large patch
+# matrix on the kernel-gradient shapes of LeNet (measured). Chunks of whole examples
+# gain nothing from the cache (measured) and are only bounded, to bound the memory
+# and keep the per-chunk overhead small.
 CHUNK_BYTES = 1 << 18
+EXAMPLE_CHUNK_BYTES = 1 << 22
 
 
-def _chunks(n, size, item_bytes):
-    step = max(1, CHUNK_BYTES // max(item_bytes, 1))
+def _chunks(n, size, item_bytes, budget=None):
+    step = max(1, (budget or CHUNK_BYTES) // max(item_bytes, 1))
     return [(i, min(size, i + step)) for i in range(0, size, step)] if n else []
 
 
 def _conv_gather(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation, groups, out_spatial):
-    n, c = lhs.shape[:2]
+    n = lhs.shape[0]
     o, cg = rhs.shape[:2]
     og, window = o // groups, tuple(rhs.shape[2:])
     x = dilate_pad(lhs, padding, lhs_dilation, lead=2)
@@ -124,11 +139,11 @@ def _conv_gather(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation, groups,
     channel_bytes = groups * k * p * x.itemsize
     if cg * channel_bytes <= CHUNK_BYTES:      # whole examples per chunk
         w = kernel.reshape(groups, og, cg * k)
-        for n0, n1 in _chunks(n, n, cg * channel_bytes):
+        for n0, n1 in _chunks(n, n, cg * channel_bytes, EXAMPLE_CHUNK_BYTES):
             _patch_matmul(w, windows[n0:n1], transposed, out[n0:n1])
     else:                                      # a few input features of one example
         parts = _chunks(n, cg, channel_bytes)
-        weights = [np.ascontiguousarray(kernel[:, :, c0:c1]).reshape(groups, og, (c1 - c0) * k)
+        weights = [kernel[:, :, c0:c1].reshape(groups, og, (c1 - c0) * k)
                    for c0, c1 in parts]
         partial = np.empty((1, groups, og, p), out.dtype)
         for i in range(n):
@@ -145,7 +160,7 @@ def _conv_gather_channels_last(x, rhs, strides, padding, lhs_dilation, rhs_dilat
     """x is (N, *spatial, C); patches (N * outputs, window * C) times a (window * C, O)
     kernel give a channels-last output, returned as an (N, O, *spatial) view."""
     n, c, o = x.shape[0], x.shape[-1], rhs.shape[0]
-    window, nd = tuple(rhs.shape[2:]), rhs.ndim - 2
+    window = tuple(rhs.shape[2:])
     x = dilate_pad(x, padding, lhs_dilation, lead=1)
     ss = x.strides[1:-1]
     windows = as_strided(
@@ -156,15 +171,37 @@ def _conv_gather_channels_last(x, rhs, strides, padding, lhs_dilation, rhs_dilat
     kernel = np.moveaxis(rhs, (0, 1), (-1, -2)).reshape(rows, o)
     out = np.empty((n,) + tuple(out_spatial) + (o,), np.result_type(x, rhs))
     flat = out.reshape(n, -1, o)
-    for n0, n1 in _chunks(n, n, flat.shape[1] * rows * x.itemsize):
+    for n0, n1 in _chunks(n, n, flat.shape[1] * rows * x.itemsize, EXAMPLE_CHUNK_BYTES):
         patches = np.ascontiguousarray(windows[n0:n1]).reshape(n1 - n0, -1, rows)
         np.matmul(patches, kernel, out=flat[n0:n1])
     return np.moveaxis(out, -1, 1)
 
 
+def _conv_gather_batch_last(x, rhs, strides, padding, lhs_dilation, rhs_dilation,
+                            out_spatial):
+    """x is (C, *spatial, N); per output position, patches (C * window, N) contract
+    with a (C * window, O) kernel; returned as an (N, O, *spatial) view."""
+    c, n, o = x.shape[0], x.shape[-1], rhs.shape[0]
+    window = tuple(rhs.shape[2:])
+    x = dilate_pad(x, padding, lhs_dilation, lead=1)
+    ss = x.strides[1:-1]
+    windows = as_strided(
+        x, tuple(out_spatial) + (c,) + window + (n,),
+        tuple(st * s for st, s in zip(strides, ss)) + (x.strides[0],)
+        + tuple(d * s for d, s in zip(rhs_dilation, ss)) + (x.strides[-1],), writeable=False)
+    rows = c * int(np.prod(window))
+    kernel = rhs.reshape(o, rows).T
+    out = np.empty(tuple(out_spatial) + (n, o), np.result_type(x, rhs))
+    per_row = int(np.prod(out_spatial[1:])) * rows * n * x.itemsize
+    for q0, q1 in _chunks(n, out_spatial[0], per_row):
+        patches = np.ascontiguousarray(windows[q0:q1]).reshape(-1, rows, n)
+        np.matmul(patches.swapaxes(-1, -2), kernel, out=out[q0:q1].reshape(-1, n, o))
+    return np.moveaxis(out, (-2, -1), (0, 1))
+
+
 def _patch_matmul(w, windows, transposed, out):
     """out = w @ patches, the patches copied from windows (m, G, c, *window, *out)."""
-    m, groups, c = windows.shape[:3]
+    m, groups = windows.shape[:2]
     nd = (windows.ndim - 3) // 2
     if not transposed:
         patches = np.ascontiguousarray(windows).reshape(m, groups, w.shape[-1], -1)
@@ -181,7 +218,7 @@ def _conv_scatter(lhs, rhs, padding, lhs_dilation, rhs_dilation, groups, out_spa
     position lo + i * lhs_dilation - k * rhs_dilation (per axis). The batch axis is
     innermost, so the matmul is one large product per group and the additions run
     over contiguous rows (2x faster than batch-first on LeNet's input gradient)."""
-    n, c = lhs.shape[:2]
+    n = lhs.shape[0]
     o, cg = rhs.shape[:2]
     og = o // groups
     window, spatial = tuple(rhs.shape[2:]), tuple(lhs.shape[2:])
@@ -343,7 +380,7 @@ def _scalar_safe(kernel):
     def run(*args):
         arrays = [a for a in args if isinstance(a, np.ndarray)]
         if arrays and arrays[0].ndim == 0:
-            *head, op, window, strides, padding = args
+            *head, op, _, _, _ = args
             return kernel(*[a.reshape(1) for a in head], op, (1,), (1,), ((0, 0),)).reshape(())
         return kernel(*args)
     return run
@@ -421,24 +458,23 @@ def _reduce_rows(table, starts, offsets, step, op, out):
 @numba.njit(cache=True)
 def _select_rows(table, starts, offsets, step, is_max, chosen):
     """The offset in its table row of each window's first maximum (or minimum); the
-    first NaN wins."""
-    width = chosen.shape[2]
-    best = np.empty(width, table.dtype)
+    first NaN wins. (Window innermost here, with scalar accumulators: 3x faster than
+    the strided passes the reductions use, measured.)"""
     for r in range(table.shape[0]):
         row = table[r]
         for p in range(starts.shape[0]):
             at = chosen[r, p]
-            base = starts[p] + offsets[0]
-            for j in range(width):
-                best[j] = row[base + j * step]
-                at[j] = base + j * step
-            for q in range(1, offsets.shape[0]):
-                base = starts[p] + offsets[q]
-                for j in range(width):
-                    v, b = row[base + j * step], best[j]
-                    take = ((v > b) if is_max else (v < b)) | ((v != v) & (b == b))
-                    best[j] = v if take else b
-                    at[j] = base + j * step if take else at[j]
+            for j in range(at.shape[0]):
+                base = starts[p] + j * step
+                best_at = base + offsets[0]
+                best = row[best_at]
+                for q in range(1, offsets.shape[0]):
+                    i = base + offsets[q]
+                    v = row[i]
+                    take = ((v > best) if is_max else (v < best)) | ((v != v) & (best == best))
+                    best = v if take else best
+                    best_at = i if take else best_at
+                at[j] = best_at
 
 
 @numba.njit(cache=True)
