@@ -246,14 +246,16 @@ def _select_jvp(primals, tangents):
     return out, select_p.bind(pred, zero if ta is None else ta, zero if tb is None else tb)
 
 
-def _select_vjp(g, out, pred, a, b):
-    zero = 0 * g
-    return (None, sum_to_shape(select_p.bind(pred, g, zero), a.shape),
-            sum_to_shape(select_p.bind(pred, zero, g), b.shape))
+def _select_vjp(g, out, pred, a, b, needed=(False, True, True)):
+    zero = np.zeros((), g.dtype)    # select broadcasts: no array of zeros needed
+    return (None,
+            sum_to_shape(select_p.bind(pred, g, zero), a.shape) if needed[1] else None,
+            sum_to_shape(select_p.bind(pred, zero, g), b.shape) if needed[2] else None)
 
 
 select_p = Primitive("select", abstract_eval=_select_shape, impl=np.where,
-                     jvp=_select_jvp, vjp=_select_vjp, scalar="({1} if {0} else {2})")
+                     jvp=_select_jvp, vjp=_select_vjp, scalar="({1} if {0} else {2})",
+                     selective_vjp=True)
 
 
 def _clamp_masks(lo, x, hi):
