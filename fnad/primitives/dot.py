@@ -5,6 +5,8 @@ Output axes are ordered (batch..., lhs free..., rhs free...), as in XLA. The VJP
 for each operand is another dot_general of the cotangent with the other operand,
 followed by a transpose back to the operand's axis order.
 """
+import math
+
 import numpy as np
 
 from ..core import Primitive, ShapedArray, check_same_dtype
@@ -36,16 +38,25 @@ def _shape_rule(lhs, rhs, dimension_numbers):
 
 def _impl(lhs, rhs, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
-    if not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and lc == (lhs.ndim - 1,) and rc == (0,):
-        return np.dot(lhs, rhs)     # the plain matrix/vector product: straight to BLAS
+    if not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and len(lc) == 1:
+        # Matrix and vector products: np.dot on (transposed) views, straight to BLAS.
+        a = lhs if lc[0] == lhs.ndim - 1 else lhs.T
+        b = rhs if rc[0] == 0 else rhs.T
+        return np.dot(a, b)
     lf, rf = _free(lhs.ndim, lc, lb), _free(rhs.ndim, rc, rb)
-    size = lambda x, dims: int(np.prod([x.shape[d] for d in dims], dtype=np.int64))
-    nb, nk = size(lhs, lb), size(lhs, lc)
-    a = lhs.transpose(list(lb) + lf + list(lc)).reshape(nb, size(lhs, lf), nk)
-    b = rhs.transpose(list(rb) + list(rc) + rf).reshape(nb, nk, size(rhs, rf))
-    out = np.matmul(a, b)
+    nb, nk = _size(lhs, lb), _size(lhs, lc)
+    a = lhs.transpose(list(lb) + lf + list(lc)).reshape(nb, _size(lhs, lf), nk)
+    b = rhs.transpose(list(rb) + list(rc) + rf).reshape(nb, nk, _size(rhs, rf))
+    if nk == 1:     # outer products: one broadcast multiply writes the result once
+        out = a * b
+    else:
+        out = np.matmul(a, b)
     return out.reshape([lhs.shape[d] for d in lb] + [lhs.shape[d] for d in lf]
                        + [rhs.shape[d] for d in rf])
+
+
+def _size(x, dims):
+    return math.prod(x.shape[d] for d in dims)
 
 
 def _jvp(primals, tangents, dimension_numbers):
