@@ -3,14 +3,17 @@
     fnad.config.log_compiles = True         # say when jit stages or Numba compiles
     fnad.config.explain_cache_misses = True # say why jit traced again
     fnad.config.disable_jit = True          # run jitted functions eagerly (debugging)
+    fnad.config.background_compile = False  # wait for Numba instead of running kernels
+                                            # through numpy while they compile
 """
 import sys
 
 log_compiles = False
 explain_cache_misses = False
 disable_jit = False
+background_compile = True
 
-_FLAGS = ("log_compiles", "explain_cache_misses", "disable_jit")
+_FLAGS = ("log_compiles", "explain_cache_misses", "disable_jit", "background_compile")
 
 
 def update(name, value):

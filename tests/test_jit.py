@@ -108,6 +108,21 @@ def test_make_jaxpr_prints_the_program():
     assert "float32[3]" in text
 
 
+def test_first_calls_run_unfused_while_the_kernel_compiles(monkeypatch, tmp_path):
+    """With background compilation the first call does not wait for Numba: the group
+    runs through numpy, then the compiled kernel takes over; both give the same result."""
+    monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(fnad.config, "background_compile", True)
+    x = fnp.asarray(np.linspace(-2, 2, 50))
+    f = fnad.jit(lambda x: fnp.sum(fnp.tanh(x) * 1.7 + x ** 3 - 0.5, axis=0))
+    first = f(x)
+    lowering.wait_for_compiles()
+    second = f(x)
+    expected = np.sum(np.tanh(np.asarray(x)) * 1.7 + np.asarray(x) ** 3 - 0.5)
+    np.testing.assert_allclose(np.asarray(first), expected, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(second), expected, rtol=1e-12)
+
+
 def test_fusion_of_an_elementwise_chain_with_a_reduction():
     def f(x):
         y = x
@@ -139,7 +154,8 @@ def test_retrace_on_new_shapes_and_dtypes_not_on_new_values():
     assert jf.trace_count == 3
 
 
-def test_new_batch_size_reuses_compiled_kernels():
+def test_new_batch_size_reuses_compiled_kernels(monkeypatch):
+    monkeypatch.setattr(fnad.config, "background_compile", False)
     f = fnad.jit(lambda x: fnp.sum(fnp.tanh(x) * fnp.exp(-x), axis=1))
     f(fnp.ones((4, 7)))
     compiled = lowering.stats["kernels_compiled"] + lowering.stats["kernels_loaded"]
@@ -152,6 +168,7 @@ def test_second_process_reuses_compiled_code(tmp_path):
     script = textwrap.dedent("""
         import fnad, fnad.numpy as fnp
         from fnad.kernels.cpu import lowering
+        fnad.config.background_compile = False
         f = fnad.jit(lambda x: fnp.sum(fnp.sin(x) * fnp.cosh(x) + 0.25))
         print(float(f(fnp.ones(5))))
         print(lowering.stats["kernels_compiled"], lowering.stats["kernels_loaded"])

@@ -326,7 +326,7 @@ class Jitted:
 
 def _fast_call(closed, out_tree):
     from ..kernels.cpu.lowering import compiled
-    run = compiled(closed.program).run
+    run = compiled(closed.program)
     consts = [c._value if type(c) is Array else c for c in closed.consts]
     if out_tree.node_type is None:
         def call(args):

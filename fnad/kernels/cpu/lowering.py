@@ -17,7 +17,10 @@ import importlib.util
 import os
 import sys
 import tempfile
+import threading
 import weakref
+
+import numba
 
 import numpy as np
 
@@ -271,26 +274,83 @@ def load_kernel(source):
 
 
 class _FirstKernelCall:
-    """Stands in a driver's namespace for a kernel until its first call, which it
-    counts (did Numba compile, or load from the disk cache?) before putting the
-    kernel itself in its place."""
+    """Stands in a driver's namespace for a fused kernel until Numba has it ready.
 
-    def __init__(self, kernel, namespace, name):
+    Compiling a loop nest takes Numba a fraction of a second; loading it from the disk
+    cache, milliseconds. With config.background_compile (the default) the first call
+    starts that work on a thread and, until it is done, runs the group through its
+    primitives' own numpy kernels: the first call of a jitted function costs about
+    what an eager call does instead of waiting for the compiler. Once the kernel is
+    ready it takes its place in the driver."""
+
+    def __init__(self, kernel, namespace, name, group, kernel_source):
         self.kernel = kernel
         self.namespace = namespace
         self.name = name
+        self.group = group
+        self.inputs = kernel_source.inputs
+        self.outputs = kernel_source.outputs
+        self.thread = None
 
     def __call__(self, *args):
+        signature = tuple(numba.typeof(a) for a in args)
+        if not config.background_compile:
+            self._compile(signature)
+            return self.kernel(*args)
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._compile, args=(signature,),
+                                           name=f"fnad compile {self.name}")
+            # Started when the driver returns: Numba compiles under one global lock, and
+            # the library kernels this run may still need must not queue behind it.
+            _pending.append(self.thread)
+        return self.run_unfused(*args)
+
+    def _compile(self, signature):
+        """Compile (or load) the kernel for these argument types, count which it was,
+        and put the kernel in the driver."""
         stats_ = self.kernel.stats
         misses, hits = sum(stats_.cache_misses.values()), sum(stats_.cache_hits.values())
-        out = self.kernel(*args)
+        self.kernel.compile(signature)
         new_misses = sum(stats_.cache_misses.values()) - misses
         stats["kernels_compiled"] += new_misses
         stats["kernels_loaded"] += sum(stats_.cache_hits.values()) - hits
         if new_misses and config.log_compiles:
             print(f"fnad: compiled fused kernel {self.kernel.py_func.__module__}")
         self.namespace[self.name] = self.kernel
-        return out
+
+    def run_unfused(self, *args):
+        """The group, one primitive kernel at a time, into the kernel's output arrays."""
+        env = dict(zip(self.inputs, args))
+        for e in self.group.eqns:
+            values = [a.value if isinstance(a, Literal) else env[a] for a in e.inputs]
+            env[e.outputs[0]] = e.prim.impl(*values, **e.params)
+        outs = args[len(self.inputs):len(self.inputs) + len(self.outputs)]
+        for (var, _), out in zip(self.outputs, outs):
+            out[...] = env[var]
+
+
+_pending = []
+
+
+def start_pending_compiles():
+    """Start the kernel compiles requested during the last driver run, one after the
+    other on one thread."""
+    if not _pending:
+        return
+    threads = list(_pending)
+    _pending.clear()
+
+    def compile_all():
+        for t in threads:
+            t.run()
+    threading.Thread(target=compile_all, name="fnad compile queue").start()
+
+
+def wait_for_compiles():
+    """Block until every background kernel compile has finished (used by tests)."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("fnad compile"):
+            thread.join()
 
 
 # --------------------------------------------------------------------------- driver
@@ -353,7 +413,8 @@ class Executable:
             # when a program needs it.
             source = kernel.parallel_source if large and kernel.parallel_source \
                 else kernel.source
-            self.namespace[k] = _FirstKernelCall(load_kernel(source), self.namespace, k)
+            self.namespace[k] = _FirstKernelCall(load_kernel(source), self.namespace, k,
+                                                 group, kernel)
         kernel_sources.append(source)
         lines, outs = [], []
         for slot, (var, axes) in enumerate(kernel.outputs):
@@ -388,7 +449,10 @@ class Executable:
                         if not v.aval.shape]
 
     def __call__(self, *args):
-        return self.run(*args)
+        out = self.run(*args)
+        if _pending:
+            start_pending_compiles()
+        return out
 
 
 def _materialized(program, steps):
