@@ -70,23 +70,39 @@ def _jvp(primals, tangents, dimension_numbers):
 
 def _transpose_operand(g, other, x_ndim, x_contract, x_batch, o_contract, o_batch):
     """Cotangent of operand x from g and the other operand: contract g's axes that
-    came from `other`'s free axes with those axes, batch over the batch axes."""
+    came from `other`'s free axes with those axes, batch over the batch axes.
+
+    Of the two operand orders, g first or other first, the one whose result already
+    has x's axis order is used, so the cotangent comes out contiguous rather than as
+    a transposed view (a weight gradient x^T g, not (g^T x)^T)."""
     nb = len(x_batch)
     x_free = _free(x_ndim, x_contract, x_batch)
     o_free = _free(other.ndim, o_contract, o_batch)
     g_other_axes = tuple(range(nb + len(x_free), nb + len(x_free) + len(o_free)))
-    ct = dot_general(g, other, ((g_other_axes, tuple(o_free)), (tuple(range(nb)), tuple(o_batch))))
-    # ct axes: batch, x free, then other's contracting axes in increasing order.
-    order_of_o_contract = sorted(o_contract)
-    position = {}
-    for i, d in enumerate(x_batch):
-        position[d] = i
-    for j, d in enumerate(x_free):
-        position[d] = nb + j
-    for xd, od in zip(x_contract, o_contract):
-        position[xd] = nb + len(x_free) + order_of_o_contract.index(od)
-    perm = tuple(position[d] for d in range(x_ndim))
-    return S.transpose(ct, perm) if perm != tuple(range(x_ndim)) else ct
+    batch = tuple(range(nb))
+    # Where each of x's axes lands: batch first, then the free axes of whichever
+    # operand comes first; other's remaining axes are its contracting ones, in order.
+    rank_in_other = {od: k for k, od in enumerate(sorted(o_contract))}
+    from_other = {xd: rank_in_other[od] for xd, od in zip(x_contract, o_contract)}
+
+    def permutation(g_first):
+        position = {d: i for i, d in enumerate(x_batch)}
+        offset_free = nb if g_first else nb + len(x_contract)
+        offset_other = nb + len(x_free) if g_first else nb
+        for j, d in enumerate(x_free):
+            position[d] = offset_free + j
+        for xd, k in from_other.items():
+            position[xd] = offset_other + k
+        return tuple(position[d] for d in range(x_ndim))
+
+    identity = tuple(range(x_ndim))
+    if permutation(True) == identity or permutation(False) != identity:
+        ct = dot_general(g, other, ((g_other_axes, tuple(o_free)), (batch, tuple(o_batch))))
+        perm = permutation(True)
+    else:
+        ct = dot_general(other, g, ((tuple(o_free), g_other_axes), (tuple(o_batch), batch)))
+        perm = permutation(False)
+    return S.transpose(ct, perm) if perm != identity else ct
 
 
 def _vjp(g, out, lhs, rhs, dimension_numbers, needed=(True, True)):

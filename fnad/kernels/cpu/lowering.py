@@ -253,13 +253,17 @@ from fnad.kernels.cpu import elementwise as kernels
 
 def load_kernel(source):
     """The njit function for a kernel's source, from the on-disk cache when present."""
-    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
-    module_name = f"fnad_kernel_{digest}"
+    # error_model="numpy": a division by zero gives inf/nan as numpy does, instead of a
+    # check per division that keeps LLVM from vectorizing the loop.
+    options = 'cache=True, nogil=True, error_model="numpy"' + \
+        (", parallel=True" if "prange" in source else "")
+    text = HEADER + f"@numba.njit({options})\n" + source
+    # The module's name is the hash of its whole text, so a change to the header or the
+    # options makes a new module rather than reusing a stale one from the disk cache.
+    module_name = f"fnad_kernel_{hashlib.sha1(text.encode()).hexdigest()[:20]}"
     module = sys.modules.get(module_name)
     if module is None:
         path = os.path.join(cache_dir(), module_name + ".py")
-        options = "cache=True, nogil=True" + (", parallel=True" if "prange" in source else "")
-        text = HEADER + f"@numba.njit({options})\n" + source
         if not os.path.exists(path):
             # Write then rename, so concurrent processes never see half a file.
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
