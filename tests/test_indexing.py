@@ -6,6 +6,7 @@ import pytest
 
 import fnad
 import fnad.numpy as jnp
+import fnad.numpy as fnp
 from fnad.errors import ConcretizationError, DTypeError, ShapeError
 from fnad.primitives import index as I
 from fnad.test_util import check_grads
@@ -504,3 +505,33 @@ def test_primitive_shape_errors():
         I.dynamic_slice(x, (0,), (1, 1))
     with pytest.raises(ValueError, match="mode"):
         I.gather(x, np.array([[0]]), mode="wrap")
+
+
+@pytest.mark.parametrize("small", [-1, 1 << 30])
+def test_numba_loops_and_numpy_paths_agree(monkeypatch, small):
+    """The kernels take numpy's fancy indexing for small inputs and Numba loops for
+    large ones; force each path and compare against numpy."""
+    from fnad.kernels.cpu import index as kernels
+    monkeypatch.setattr(kernels, "SMALL", small)
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 4))
+    idx = np.array([0, 5, -1, 2, 2, 7])              # negative, duplicate, out of range
+    got = fnp.asarray(x).at[idx].add(1.0)
+    expected = x.copy()
+    np.add.at(expected, idx[idx < 6], 1.0)
+    np.testing.assert_allclose(np.asarray(got), expected)
+    got = fnp.asarray(x).at[idx].set(fnp.arange(6.0)[:, None] * np.ones(4))
+    expected = x.copy()
+    for b, i in enumerate(idx):                       # last update wins
+        if -6 <= i < 6:
+            expected[i] = b
+    np.testing.assert_allclose(np.asarray(got), expected)
+    got = fnp.take_along_axis(fnp.asarray(x), fnp.asarray([[1], [0], [3], [2], [1], [0]]), axis=1)
+    np.testing.assert_allclose(np.asarray(got), np.take_along_axis(x, np.array([[1], [0], [3], [2], [1], [0]]), axis=1))
+    got = fnp.asarray(x)[np.array([[0, 1], [2, 3]]), np.array([[1, 1], [0, 2]])]
+    np.testing.assert_allclose(np.asarray(got), x[np.array([[0, 1], [2, 3]]), np.array([[1, 1], [0, 2]])])
+    g = fnad.grad(lambda a: fnp.sum(a[np.array([0, 0, 3])] ** 2))(fnp.asarray(x))
+    expected = np.zeros_like(x)
+    expected[0] = 4 * x[0]
+    expected[3] = 2 * x[3]
+    np.testing.assert_allclose(np.asarray(g), expected)

@@ -41,7 +41,7 @@ def _combine(current, update, op):
 
 
 @numba.njit(cache=True)
-def flat_rows(indices, dims, mode):
+def _flat_rows(indices, dims, mode):
     """Row numbers of the index vectors indices[b, :] into an array of shape dims;
     a vector with a dropped (FILL) coordinate gets the out-of-range row prod(dims)."""
     count, k = indices.shape
@@ -62,7 +62,7 @@ def flat_rows(indices, dims, mode):
 
 
 @numba.njit(cache=True)
-def gather_rows(table, rows, mode, out):
+def _gather_rows(table, rows, mode, out):
     """out[b, :] = table[rows[b], :]; zeros where the row is missing."""
     n, length = table.shape
     if length == 1:
@@ -81,7 +81,7 @@ def gather_rows(table, rows, mode, out):
 
 
 @numba.njit(cache=True)
-def scatter_rows(out, rows, mode, updates, op):
+def _scatter_rows(out, rows, mode, updates, op):
     """out[rows[b], :] op= updates[b, :] for b = 0, 1, ... in order; missing rows are
     skipped. The order makes SET deterministic: the last update to a row wins."""
     n, length = out.shape
@@ -97,3 +97,57 @@ def scatter_rows(out, rows, mode, updates, op):
             if i >= 0:
                 for r in range(length):
                     out[i, r] = _combine(out[i, r], updates[b, r], op)
+
+
+# --------------------------------------------------------------------------- small inputs
+# Below this many elements numpy's fancy indexing is as fast as the loops above, and
+# it needs no compiler: a small gather in a program's first call (say, picking each
+# example's label from its log-probabilities) then does not wait for Numba to start.
+SMALL = 1 << 12
+
+
+def _rows_numpy(rows, n, mode):
+    """_row for a whole array: wrapped, then clamped (CLIP) or -1 (FILL)."""
+    i = rows.astype(np.int64)
+    i = np.where(i < 0, i + n, i)
+    if mode == CLIP:
+        return np.clip(i, 0, max(n - 1, 0))
+    return np.where((i < 0) | (i >= n), -1, i)
+
+
+def flat_rows(indices, dims, mode):
+    if indices.size > SMALL:
+        return _flat_rows(indices, dims, mode)
+    total = int(np.prod(dims))
+    rows = np.zeros(indices.shape[0], np.int64)
+    dropped = np.zeros(indices.shape[0], bool)
+    for j in range(indices.shape[1]):
+        i = _rows_numpy(indices[:, j], int(dims[j]), mode)
+        dropped |= i < 0
+        rows = rows * int(dims[j]) + np.maximum(i, 0)
+    rows[dropped] = total
+    return rows
+
+
+def gather_rows(table, rows, mode, out):
+    if out.size > SMALL:
+        return _gather_rows(table, rows, mode, out)
+    i = _rows_numpy(rows, table.shape[0], mode)
+    out[...] = table[np.maximum(i, 0)] if table.shape[0] else 0
+    out[i < 0] = 0
+
+
+_UFUNCS = {ADD: np.add, MUL: np.multiply, MIN: np.minimum, MAX: np.maximum}
+
+
+def scatter_rows(out, rows, mode, updates, op):
+    if updates.size > SMALL:
+        return _scatter_rows(out, rows, mode, updates, op)
+    i = _rows_numpy(rows, out.shape[0], mode)
+    keep = i >= 0
+    i, u = i[keep], updates[keep]
+    if op == SET:   # the last update to a row wins, as in the loop
+        last = len(i) - 1 - np.unique(i[::-1], return_index=True)[1]
+        out[i[last]] = u[last]
+    else:
+        _UFUNCS[op].at(out, i, u)
