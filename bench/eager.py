@@ -188,12 +188,15 @@ def calibrate(fn, target_ns):
         n *= 4
 
 
-def measure_interleaved(fns, rounds, target_ns, warmup_ns):
+def measure_interleaved(fns, rounds, target_ns, warmup_ns, settle_s=0.0):
     """Median and min per-call time (µs) of each callable in `fns` {name: fn}.
 
     Each is warmed up and calibrated to n calls per round; then the rounds are
     interleaved (round r of every framework before round r+1 of any), so a transient
-    load on the machine hits all frameworks alike and the ratios stay fair."""
+    load on the machine hits all frameworks alike and the ratios stay fair. With
+    settle_s, every round starts after that pause: the thread pools of the framework
+    that ran before (OpenMP, OpenBLAS, Eigen) spin-wait for a while after their work
+    and would otherwise steal the cores from the next framework's first calls."""
     ns = {}
     for name, fn in fns.items():
         # warm-up (caches, lazy imports, Numba compilation, the allocator)
@@ -208,6 +211,8 @@ def measure_interleaved(fns, rounds, target_ns, warmup_ns):
             for name, fn in fns.items():
                 n = ns[name]
                 gc.collect()
+                if settle_s:
+                    time.sleep(settle_s)
                 gc.disable()
                 t0 = time.perf_counter_ns()
                 for _ in range(n):

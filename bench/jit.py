@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 # The W1 function, its inputs and the timing loop are bench/eager.py's own.
-from eager import calibrate, cpu_model, inputs as w1_inputs, make_f  # noqa: E402
+from eager import cpu_model, inputs as w1_inputs, make_f, measure_interleaved  # noqa: E402
 from eager import reference_grad as w1_reference_grad  # noqa: E402
 
 RTOL = 1e-4
@@ -68,47 +68,6 @@ LR = 0.1
 
 # W3
 N3 = 10_000_000
-
-
-# ======================================================================================
-# Timing: bench/eager.py's interleaved rounds, plus a settle pause before each round.
-# ======================================================================================
-def measure_interleaved(fns, rounds, target_ns, warmup_ns, settle_s):
-    """Median and min per-call time (µs) of each callable in `fns` {name: fn}.
-
-    As in bench/eager.py: each is warmed up and calibrated to n calls per round, then
-    the rounds are interleaved across frameworks (round r of every framework before
-    round r+1 of any) and the gc is off within a round. Unlike there, every round
-    starts after a pause of `settle_s`: the thread pools of the framework that ran
-    before (OpenMP, OpenBLAS, Eigen) spin-wait for a while after their work and would
-    otherwise steal the 2 cores from the next framework's first calls."""
-    ns = {}
-    for name, fn in fns.items():
-        t_end = time.perf_counter_ns() + warmup_ns
-        while time.perf_counter_ns() < t_end:
-            fn()
-        ns[name] = calibrate(fn, target_ns)
-    per_call = {name: [] for name in fns}
-    gc_was_enabled = gc.isenabled()
-    try:
-        for _ in range(rounds):
-            for name, fn in fns.items():
-                n = ns[name]
-                gc.collect()
-                time.sleep(settle_s)
-                gc.disable()
-                t0 = time.perf_counter_ns()
-                for _ in range(n):
-                    fn()
-                dt = time.perf_counter_ns() - t0
-                if gc_was_enabled:
-                    gc.enable()
-                per_call[name].append(dt / n / 1e3)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
-    return {name: dict(median=statistics.median(v), min=min(v), n=ns[name], rounds=rounds)
-            for name, v in per_call.items()}
 
 
 # ======================================================================================
