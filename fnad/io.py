@@ -24,7 +24,7 @@ import tempfile
 import numpy as np
 
 from .array import Array
-from .errors import FnadError, FileFormatError  # noqa: F401
+from .errors import FileFormatError  # noqa: F401 (re-exported as fnad.io.FileFormatError)
 from .tree_util import tree_flatten, _registry
 
 _DTYPE_CODES = {

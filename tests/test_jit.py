@@ -11,7 +11,7 @@ import fnad
 import fnad.numpy as fnp
 from fnad.kernels.cpu import lowering
 
-from test_primitives import CASES, setup, reference, _split, TABLE
+from test_primitives import CASES, setup, _split, TABLE
 
 
 def f64(x):

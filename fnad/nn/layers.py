@@ -51,8 +51,9 @@ def _as_layer(layer):
 
 
 def _call(layer, params, x, state, key, train):
-    """Apply a child layer; returns (outputs, new_state)."""
-    if layer.stateful:
+    """Apply a child layer; returns (outputs, new_state). A stateful child called
+    without state (training without running statistics) returns outputs only."""
+    if layer.stateful and state is not None:
         return layer.apply(params, x, key=key, train=train, state=state)
     return layer.apply(params, x, key=key, train=train), state
 

@@ -6,14 +6,6 @@ from ..core import ShapedArray, check_same_dtype, broadcast_shapes
 from ..errors import DTypeError
 
 
-def same_as_input(name, *, float_only=False):
-    def abstract_eval(x, **params):
-        if float_only and x.dtype.kind != "f":
-            raise DTypeError(f"{name} needs a floating-point operand, got {x.dtype}{list(x.shape)}")
-        return ShapedArray(x.shape, x.dtype)
-    return abstract_eval
-
-
 def broadcasting(name, *, out_dtype=None, kinds=None):
     """Shape rule of an n-ary elementwise primitive: one dtype, numpy broadcasting."""
     def abstract_eval(*avals, **params):
@@ -57,6 +49,7 @@ def zeros(shape, dtype):
 
 
 def instantiate(t, like):
+    """A symbolic zero (None) as a concrete array of zeros shaped like `like`."""
     return zeros(like.shape, like.dtype) if t is None else t
 
 

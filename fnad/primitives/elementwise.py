@@ -14,7 +14,7 @@ import numpy as np
 from ..core import Primitive, ShapedArray
 from ..errors import DTypeError
 from ..kernels.cpu import elementwise as kernels
-from ._rules import (same_as_input, broadcasting, sum_to_shape, broadcast_to, add_tangents,
+from ._rules import (broadcasting, sum_to_shape, broadcast_to, add_tangents,
                      batch_elementwise)
 
 FLOAT = "f"

@@ -5,7 +5,6 @@ examples. Each primitive's batching rule maps the batched operands (and their ba
 axes, None for unbatched) to the batched result, so the whole batch is one call
 of the primitive: vmap never loops over examples.
 """
-import numpy as np
 
 from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
 from ..errors import ShapeError
