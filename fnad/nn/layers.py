@@ -116,15 +116,8 @@ def _output_shape(apply_fn, params, input_shape, dtype=np.float32):
     return tuple(-1 if i in batch else n for i, n in enumerate(out))
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=None):
-    """A convolution with explicit dimension numbers, e.g. ('NHWC', 'HWIO', 'NHWC')."""
-    lhs_spec, rhs_spec, out_spec = dimension_numbers
-    if (lhs_spec, rhs_spec, out_spec) != ("NHWC", "HWIO", "NHWC") and \
-            (lhs_spec[0], lhs_spec[-1], rhs_spec[-2:], out_spec) != ("N", "C", "IO", lhs_spec):
-        raise ValueError(f"fnad.nn convolutions use channels-last layouts such as "
-                         f"('NHWC', 'HWIO', 'NHWC'); got {dimension_numbers}")
-    strides = tuple(strides or (1,) * len(filter_shape))
+def _conv_layer(convolve, out_chan, filter_shape, W_init, b_init):
+    """A layer y = convolve(x, W) + b with an HWIO kernel W and a bias per channel."""
     W_init = W_init or init.he_normal()
     b_init = b_init or init.normal(1e-6)
 
@@ -136,10 +129,23 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
 
     def apply_fn(params, x, **kw):
         W, b = params
-        y = _lax_conv().conv_general_dilated(x, W, strides, padding,
-                                             dimension_numbers=dimension_numbers)
-        return y + b
+        return convolve(x, W) + b
     return Layer(init_fn, apply_fn)
+
+
+def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
+                W_init=None, b_init=None):
+    """A convolution with explicit dimension numbers, e.g. ('NHWC', 'HWIO', 'NHWC')."""
+    lhs_spec, rhs_spec, out_spec = dimension_numbers
+    if (lhs_spec, rhs_spec, out_spec) != ("NHWC", "HWIO", "NHWC") and \
+            (lhs_spec[0], lhs_spec[-1], rhs_spec[-2:], out_spec) != ("N", "C", "IO", lhs_spec):
+        raise ValueError(f"fnad.nn convolutions use channels-last layouts such as "
+                         f"('NHWC', 'HWIO', 'NHWC'); got {dimension_numbers}")
+    strides = tuple(strides or (1,) * len(filter_shape))
+    return _conv_layer(
+        lambda x, W: _lax_conv().conv_general_dilated(x, W, strides, padding,
+                                                      dimension_numbers=dimension_numbers),
+        out_chan, filter_shape, W_init, b_init)
 
 
 def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=None):
@@ -152,21 +158,10 @@ def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=
                   b_init=None):
     """The transpose (gradient) of Conv, over NHWC inputs with an HWIO kernel."""
     strides = tuple(strides or (1,) * len(filter_shape))
-    W_init = W_init or init.he_normal()
-    b_init = b_init or init.normal(1e-6)
-
-    def init_fn(key, input_shape):
-        k1, k2 = _split(key, 2)
-        W = W_init(k1, tuple(filter_shape) + (input_shape[-1], out_chan))
-        b = b_init(k2, (out_chan,))
-        return _output_shape(apply_fn, (W, b), input_shape), (W, b)
-
-    def apply_fn(params, x, **kw):
-        W, b = params
-        y = _lax_conv().conv_transpose(x, W, strides, padding,
-                                       dimension_numbers=("NHWC", "HWIO", "NHWC"))
-        return y + b
-    return Layer(init_fn, apply_fn)
+    return _conv_layer(
+        lambda x, W: _lax_conv().conv_transpose(x, W, strides, padding,
+                                                dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        out_chan, filter_shape, W_init, b_init)
 
 
 # --------------------------------------------------------------------------- pooling, reshaping
