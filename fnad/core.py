@@ -74,6 +74,9 @@ class Primitive:
             string over ``{acc}`` and ``{x}``)
     index_map: for data movement the compiler turns into index arithmetic:
             index_map(out_indices, in_shape, **params) -> the operand's index expressions
+    numba_source (optional attribute): numba_source(arg_names, in_avals, out_aval,
+            **params) -> a Numba expression computing the primitive, or None; lets the
+            loop compiler put it inside a compiled loop body
     """
 
     def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch=None,

@@ -8,6 +8,7 @@ import pytest
 
 import fnad
 import fnad.numpy as jnp
+import fnad.numpy as fnp
 from fnad import lax_control as lax
 from fnad.test_util import check_grads
 
@@ -288,3 +289,45 @@ def test_grad_of_while_loop_raises_and_points_to_scan():
         fnad.grad(f)(f64(1.0))
     with pytest.raises(fnad.GradientError, match="fori_loop"):
         fnad.grad(fnad.jit(f))(f64(1.0))
+
+
+def test_scan_runs_as_one_compiled_loop(monkeypatch):
+    """A scan whose body the loop compiler supports runs as one Numba loop (here
+    compiled synchronously), forwards and backwards, with the unrolled loop's values."""
+    import weakref
+    from fnad.kernels.cpu import loops
+    monkeypatch.setattr(fnad.config, "background_compile", False)
+    monkeypatch.setattr(loops, "_loops", weakref.WeakKeyDictionary())   # this test's loops only
+    rng = np.random.default_rng(5)
+    W = fnp.asarray(rng.standard_normal((6, 6)) * 0.4)
+    U = fnp.asarray(rng.standard_normal((6, 3)))
+    xs = fnp.asarray(rng.standard_normal((9, 3)))
+
+    def rnn(params, reverse):
+        W, U = params
+
+        def step(carry, x):
+            h, total = carry
+            h = fnp.tanh(W @ h + U @ x)
+            return (h, total + fnp.sum(h)), fnp.sum(h * h)
+        (h, total), ys = fnad.lax.scan(step, (fnp.zeros(6, np.float64), np.float64(0.0)), xs,
+                                       reverse=reverse)
+        return fnp.sum(h) + total + fnp.sum(ys)
+
+    def unrolled(params, reverse):
+        W, U = params
+        h, total, ys = fnp.zeros(6), 0.0, 0.0
+        for x in (list(xs)[::-1] if reverse else list(xs)):
+            h = fnp.tanh(W @ h + U @ x)
+            total = total + fnp.sum(h)
+            ys = ys + fnp.sum(h * h)
+        return fnp.sum(h) + total + ys
+
+    for reverse in (False, True):
+        value, grads = fnad.jit(fnad.value_and_grad(rnn), static_argnums=1)((W, U), reverse)
+        ref_value, ref_grads = fnad.value_and_grad(unrolled)((W, U), reverse)
+        np.testing.assert_allclose(float(value), float(ref_value), rtol=1e-12)
+        for g, r in zip(grads, ref_grads):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-10, atol=1e-12)
+    compiled = [entry.ready for table in loops._loops.values() for entry in table.values()]
+    assert compiled and all(compiled), compiled

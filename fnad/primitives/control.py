@@ -460,6 +460,11 @@ def _scan_abstract_eval(*avals, body, num_consts, num_carry, length, reverse):
 
 
 def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
+    from ..kernels.cpu.loops import compiled_loop
+    args = [np.asarray(a) for a in args]
+    loop = compiled_loop(body, num_consts, num_carry, length, reverse, args)
+    if loop:        # the whole scan in one compiled Numba loop
+        return [np.asarray(o) for o in loop(*args)]
     consts, carry, xs = _split(args, num_consts, num_carry)
     run = _compiled(body)
     ys = [np.empty((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]

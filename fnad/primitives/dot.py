@@ -150,3 +150,18 @@ def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
     dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
           (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
     return dot_general_p.bind(lhs, rhs, dimension_numbers=dn)
+
+
+def _numba_source(args, in_avals, out, dimension_numbers):
+    """Matrix and vector products as np.dot in the loop compiler's Numba code."""
+    (lc, rc), (lb, rb) = dimension_numbers
+    if lb or len(lc) != 1 or not out.shape or max(a.ndim for a in in_avals) > 2:
+        return None
+    a, b = args
+    lhs = f"np.ascontiguousarray({a})" if lc[0] == in_avals[0].ndim - 1 else \
+        f"np.ascontiguousarray({a}.T)"
+    rhs = f"np.ascontiguousarray({b})" if rc[0] == 0 else f"np.ascontiguousarray({b}.T)"
+    return f"np.dot({lhs}, {rhs})"
+
+
+dot_general_p.numba_source = _numba_source

@@ -441,3 +441,16 @@ iota_p = Primitive("iota",
 
 def iota(dtype, shape, dimension=0):
     return iota_p.bind(dtype=np.dtype(dtype), shape=tuple(shape), dimension=int(dimension))
+
+
+# How the loop compiler (fnad/kernels/cpu/loops.py) writes these in Numba code.
+def _numba_reshape(args, in_avals, out, **params):
+    if not out.shape:
+        return None
+    return f"np.ascontiguousarray({args[0]}).reshape({tuple(out.shape)!r})"
+
+
+for _prim in (reshape_p, squeeze_p, expand_dims_p):
+    _prim.numba_source = _numba_reshape
+transpose_p.numba_source = lambda args, in_avals, out, permutation: (
+    f"np.ascontiguousarray(np.transpose({args[0]}, {tuple(permutation)!r}))")

@@ -1,0 +1,174 @@
+"""A scan as one Numba loop: the body Program compiled into an njit function and
+called from a compiled loop, so no iteration goes back to Python.
+
+A body is compilable when each of its fusion groups is (they are the same loop
+nests jit generates) and each remaining primitive declares `numba_source`, the
+Numba expression that computes it (matrix products, reshapes, transposes...).
+Otherwise, or until Numba has compiled it, the scan runs its body's compiled driver
+from a Python loop; compilation happens on a background thread, as for kernels.
+"""
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import weakref
+
+import numpy as np
+
+from ... import config
+from ...program import Literal
+from .lowering import Group, KernelSource, partition, cache_dir, _literal, _materialized
+
+_loops = weakref.WeakKeyDictionary()    # body Program -> {(consts, carry, reverse): entry}
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def body_source(program, names_prefix="b"):
+    """(source of `def body(args) -> tuple`, the kernel sources it calls)."""
+    steps = partition(program)
+    materialize = _materialized(program, steps)
+    names, lines, kernels = {}, [], []
+    args = [f"a{i}" for i in range(len(program.invars))]
+    for v, a in zip(program.invars, args):
+        names[v] = a
+
+    def value(a):
+        if isinstance(a, Literal):
+            if a.value.ndim:
+                raise _Unsupported("array literal")
+            return _literal(a.value)
+        return names[a]
+
+    for step in steps:
+        if isinstance(step, Group):
+            kernel = KernelSource(step, materialize[step])
+            k = f"k{len(kernels)}"
+            kernels.append(kernel.source)
+            outs = []
+            for slot, (var, axes) in enumerate(kernel.outputs):
+                o = names[var] = f"v{len(names)}"
+                shape, dtype = var.aval.shape, var.aval.dtype.name
+                if slot in kernel.reduce_identity:
+                    fill = _literal(np.asarray(kernel.reduce_identity[slot], var.aval.dtype))
+                    lines.append(f"{o} = np.full({shape!r}, {fill}, np.{dtype})")
+                else:
+                    lines.append(f"{o} = np.empty({shape!r}, np.{dtype})")
+                outs.append(o)
+            ins = [value(a) for a in kernel.inputs]
+            lines.append(f"{k}({', '.join(ins + outs + [str(n) for n in step.shape])})")
+            continue
+        e = step
+        make = getattr(e.prim, "numba_source", None)
+        expr = make([value(a) for a in e.inputs], [a.aval for a in e.inputs],
+                    e.outputs[0].aval, **e.params) \
+            if make is not None and not e.prim.multiple_results else None
+        if expr is None:
+            raise _Unsupported(e.prim.name)
+        o = names[e.outputs[0]] = f"v{len(names)}"
+        lines.append(f"{o} = {expr}")
+    outs = [value(a) for a in program.outputs]
+    source = "\n".join([f"def body({', '.join(args)}):"] + ["    " + line for line in lines]
+                       + [f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])
+    return source + "\n", kernels
+
+
+def loop_source(program, num_consts, num_carry, length, reverse):
+    n_in = len(program.invars)
+    consts = [f"c{i}" for i in range(num_consts)]
+    carry = [f"h{i}" for i in range(num_carry)]
+    xs = [f"x{i}" for i in range(n_in - num_consts - num_carry)]
+    ys = [f"y{i}" for i in range(len(program.outputs) - num_carry)]
+    y_avals = [a.aval for a in program.outputs[num_carry:]]
+    lines = [f"def loop({', '.join(consts + carry + xs)}):"]
+    lines += [f"    {h} = {h}.copy()" for h in carry]
+    lines += [f"    {y} = np.empty(({length},) + {tuple(a.shape)!r}, np.{a.dtype.name})"
+              for y, a in zip(ys, y_avals)]
+    lines.append(f"    for k in range({length}):")
+    lines.append(f"        i = {length - 1} - k" if reverse else "        i = k")
+    new = [f"n{j}" for j in range(len(program.outputs))]
+    x_avals = [v.aval for v in program.invars[num_consts + num_carry:]]
+    # A 0-d slice of xs must stay an array for the kernels: np.asarray of the scalar.
+    slices = [f"{x}[i]" if a.shape else f"np.asarray({x}[i])" for x, a in zip(xs, x_avals)]
+    lines.append(f"        {', '.join(new)}{',' if len(new) == 1 else ''} = body("
+                 + ", ".join(consts + carry + slices) + ")")
+    lines += [f"        {h} = {n}" for h, n in zip(carry, new)]
+    for y, n, a in zip(ys, new[num_carry:], y_avals):
+        lines.append(f"        {y}[i] = {n}[()]" if not a.shape else f"        {y}[i] = {n}")
+    outs = carry + ys
+    lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    return "\n".join(lines) + "\n"
+
+
+HEADER = """import math
+import numba
+import numpy as np
+from fnad.kernels.cpu import elementwise as kernels
+from fnad.kernels.cpu.lowering import load_kernel
+
+"""
+
+
+def _module(program, num_consts, num_carry, length, reverse):
+    body, kernel_sources = body_source(program)
+    loop = loop_source(program, num_consts, num_carry, length, reverse)
+    jit = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
+    text = HEADER + "".join(f"k{i} = load_kernel({s!r})\n" for i, s in
+                            enumerate(kernel_sources)) + "\n\n" + jit + body + "\n\n" + jit + loop
+    name = f"fnad_loop_{hashlib.sha1(text.encode()).hexdigest()[:20]}"
+    module = sys.modules.get(name)
+    if module is None:
+        path = os.path.join(cache_dir(), name + ".py")
+        if not os.path.exists(path):
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return module
+
+
+class _Loop:
+    """The compiled loop of one scan, once Numba has it; None while it compiles or if
+    the body cannot be compiled."""
+
+    def __init__(self, program, params):
+        self.program, self.params = program, params
+        self.ready = None
+        self.thread = None
+
+    def get(self, args):
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._build, args=(args,),
+                                           name="fnad compile loop")
+            if config.background_compile:
+                self.thread.start()     # meanwhile the scan runs its Python loop
+            else:
+                self.thread.run()
+        return self.ready or None
+
+    def _build(self, args):
+        try:
+            module = _module(self.program, *self.params)
+            module.loop(*args)          # compile (or load) for these argument types
+            self.ready = module.loop
+        except Exception as err:        # an unsupported body keeps the Python loop
+            self.ready = False
+            if config.log_compiles:
+                print(f"fnad: scan body left to a Python loop ({type(err).__name__}: {str(err)[:3000]})")
+
+
+def compiled_loop(program, num_consts, num_carry, length, reverse, args):
+    """The njit function running the whole scan, or None (use the Python loop)."""
+    table = _loops.setdefault(program, {})
+    key = (num_consts, num_carry, length, reverse)
+    if key not in table:
+        table[key] = _Loop(program, key)
+    return table[key].get(args)
