@@ -256,6 +256,12 @@ def _cond_abstract_eval(index, *operands, branches):
 
 
 def _cond_impl(index, *operands, branches):
+    from ..kernels.cpu.loops import compiled_loop, cond_text
+    args = [np.asarray(index)] + [np.asarray(o) for o in operands]
+    branch = compiled_loop(branches[0], ("cond",) + tuple(map(id, branches)),
+                           lambda: cond_text(branches), args)
+    if branch:      # the branches and the choice in one compiled function
+        return [np.asarray(o) for o in branch(*args)]
     i = min(max(int(index), 0), len(branches) - 1)
     return [np.asarray(o) for o in _compiled(branches[i])(*operands)]
 
@@ -335,6 +341,12 @@ def _while_abstract_eval(*avals, cond, body, cond_nconsts, body_nconsts):
 
 
 def _while_impl(*args, cond, body, cond_nconsts, body_nconsts):
+    from ..kernels.cpu.loops import compiled_loop, while_text
+    args = [np.asarray(a) for a in args]
+    loop = compiled_loop(body, ("while", id(cond), cond_nconsts, body_nconsts),
+                         lambda: while_text(cond, body, cond_nconsts, body_nconsts), args)
+    if loop:        # the whole loop in one compiled Numba function
+        return [np.asarray(c) for c in loop(*args)]
     cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
     test, step = _compiled(cond), _compiled(body)
     while test(*cond_consts, *carry)[0]:
@@ -460,9 +472,10 @@ def _scan_abstract_eval(*avals, body, num_consts, num_carry, length, reverse):
 
 
 def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
-    from ..kernels.cpu.loops import compiled_loop
+    from ..kernels.cpu.loops import compiled_loop, scan_text
     args = [np.asarray(a) for a in args]
-    loop = compiled_loop(body, num_consts, num_carry, length, reverse, args)
+    params = (num_consts, num_carry, length, reverse)
+    loop = compiled_loop(body, params, lambda: scan_text(body, *params), args)
     if loop:        # the whole scan in one compiled Numba loop
         return [np.asarray(o) for o in loop(*args)]
     consts, carry, xs = _split(args, num_consts, num_carry)

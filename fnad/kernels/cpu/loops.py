@@ -28,8 +28,9 @@ class _Unsupported(Exception):
     pass
 
 
-def body_source(program, names_prefix="b"):
-    """(source of `def body(args) -> tuple`, the kernel sources it calls)."""
+def body_source(program, name="body", kernel_prefix="k"):
+    """(source of `def <name>(args) -> tuple`, the kernel sources it calls, which the
+    source names <kernel_prefix>0, <kernel_prefix>1, ...)."""
     steps = partition(program)
     materialize = _materialized(program, steps)
     names, lines, kernels = {}, [], []
@@ -47,7 +48,7 @@ def body_source(program, names_prefix="b"):
     for step in steps:
         if isinstance(step, Group):
             kernel = KernelSource(step, materialize[step])
-            k = f"k{len(kernels)}"
+            k = f"{kernel_prefix}{len(kernels)}"
             kernels.append(kernel.source)
             outs = []
             for slot, (var, axes) in enumerate(kernel.outputs):
@@ -72,7 +73,7 @@ def body_source(program, names_prefix="b"):
         o = names[e.outputs[0]] = f"v{len(names)}"
         lines.append(f"{o} = {expr}")
     outs = [value(a) for a in program.outputs]
-    source = "\n".join([f"def body({', '.join(args)}):"] + ["    " + line for line in lines]
+    source = "\n".join([f"def {name}({', '.join(args)}):"] + ["    " + line for line in lines]
                        + [f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])
     return source + "\n", kernels
 
@@ -113,12 +114,23 @@ from fnad.kernels.cpu.lowering import load_kernel
 """
 
 
-def _module(program, num_consts, num_carry, length, reverse):
-    body, kernel_sources = body_source(program)
-    loop = loop_source(program, num_consts, num_carry, length, reverse)
-    jit = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
-    text = HEADER + "".join(f"k{i} = load_kernel({s!r})\n" for i, s in
-                            enumerate(kernel_sources)) + "\n\n" + jit + body + "\n\n" + jit + loop
+JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
+
+
+def _functions(programs):
+    """Source defining one njit function per (name, program), and their kernels."""
+    parts, kernel_lines = [], []
+    for i, (name, program) in enumerate(programs):
+        source, kernel_sources = body_source(program, name, f"k{i}_")
+        kernel_lines += [f"k{i}_{j} = load_kernel({s!r})\n" for j, s in enumerate(kernel_sources)]
+        parts.append(JIT + source)
+    return "".join(kernel_lines) + "\n\n" + "\n\n".join(parts)
+
+
+def _module(text):
+    """Import generated source (written to the cache directory, so Numba's disk cache
+    serves a later process)."""
+    text = HEADER + text
     name = f"fnad_loop_{hashlib.sha1(text.encode()).hexdigest()[:20]}"
     module = sys.modules.get(name)
     if module is None:
@@ -135,17 +147,52 @@ def _module(program, num_consts, num_carry, length, reverse):
     return module
 
 
+def scan_text(program, num_consts, num_carry, length, reverse):
+    return _functions([("body", program)]) + "\n\n" + JIT + loop_source(
+        program, num_consts, num_carry, length, reverse)
+
+
+def while_text(cond, body, cond_nconsts, body_nconsts):
+    n_carry = len(body.outputs)
+    cc = [f"c{i}" for i in range(cond_nconsts)]
+    bc = [f"b{i}" for i in range(body_nconsts)]
+    h = [f"h{i}" for i in range(n_carry)]
+    tail = "," if n_carry == 1 else ""
+    lines = [f"def loop({', '.join(cc + bc + h)}):"]
+    lines += [f"    {x} = {x}.copy()" for x in h]
+    lines.append(f"    while test({', '.join(cc + h)})[0][()]:")
+    lines.append(f"        {', '.join(h)}{tail} = step({', '.join(bc + h)})")
+    lines.append(f"    return ({', '.join(h)}{tail})")
+    return _functions([("test", cond), ("step", body)]) + "\n\n" + JIT + "\n".join(lines) + "\n"
+
+
+def cond_text(branches):
+    n = len(branches)
+    ops = [f"o{i}" for i in range(len(branches[0].invars))]
+    lines = [f"def loop(index, {', '.join(ops)}):" if ops else "def loop(index):",
+             f"    i = min(max(index[()], 0), {n - 1})"]
+    for k in range(n):
+        lines.append(f"    {'if' if k == 0 else 'elif'} i == {k}:" if k < n - 1 else "    else:")
+        lines.append(f"        return branch{k}({', '.join(ops)})")
+    return _functions([(f"branch{k}", b) for k, b in enumerate(branches)]) + "\n\n" + JIT + \
+        "\n".join(lines) + "\n"
+
+
 class _Loop:
     """The compiled loop of one scan, once Numba has it; None while it compiles or if
     the body cannot be compiled."""
 
-    def __init__(self, program, params):
-        self.program, self.params = program, params
+    def __init__(self, text):
+        self.text = text            # a function returning the module's source
         self.ready = None
         self.thread = None
+        self.calls = 0
 
     def get(self, args):
-        if self.thread is None:
+        self.calls += 1
+        # In the background, compile a loop only once it runs a second time: a loop
+        # run once is not worth seconds of compiler time.
+        if self.thread is None and (self.calls > 1 or not config.background_compile):
             self.thread = threading.Thread(target=self._build, args=(args,),
                                            name="fnad compile loop")
             if config.background_compile:
@@ -156,7 +203,7 @@ class _Loop:
 
     def _build(self, args):
         try:
-            module = _module(self.program, *self.params)
+            module = _module(self.text())
             module.loop(*args)          # compile (or load) for these argument types
             self.ready = module.loop
         except Exception as err:        # an unsupported body keeps the Python loop
@@ -165,10 +212,10 @@ class _Loop:
                 print(f"fnad: scan body left to a Python loop ({type(err).__name__}: {str(err)[:3000]})")
 
 
-def compiled_loop(program, num_consts, num_carry, length, reverse, args):
-    """The njit function running the whole scan, or None (use the Python loop)."""
-    table = _loops.setdefault(program, {})
-    key = (num_consts, num_carry, length, reverse)
+def compiled_loop(key_program, key, text, args):
+    """The njit `loop` of the module `text()` builds, once compiled for args' types, or
+    None (then the caller runs its Python loop). Cached per (key_program, key)."""
+    table = _loops.setdefault(key_program, {})
     if key not in table:
-        table[key] = _Loop(program, key)
+        table[key] = _Loop(text)
     return table[key].get(args)
