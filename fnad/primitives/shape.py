@@ -454,3 +454,12 @@ for _prim in (reshape_p, squeeze_p, expand_dims_p):
     _prim.numba_source = _numba_reshape
 transpose_p.numba_source = lambda args, in_avals, out, permutation: (
     f"np.ascontiguousarray(np.transpose({args[0]}, {tuple(permutation)!r}))")
+slice_p.numba_source = lambda args, in_avals, out, start_indices, limit_indices, strides: (
+    "np.ascontiguousarray({}[{}])".format(args[0], ", ".join(
+        f"{s}:{l}:{st}" for s, l, st in zip(start_indices, limit_indices, strides)))
+    if out.shape else None)
+concatenate_p.numba_source = lambda args, in_avals, out, dimension: (
+    f"np.concatenate(({', '.join(args)},), axis={dimension})")
+rev_p.numba_source = lambda args, in_avals, out, dimensions: (
+    "np.ascontiguousarray({}[{}])".format(args[0], ", ".join(
+        "::-1" if d in dimensions else ":" for d in range(out.ndim))) if out.shape else None)
