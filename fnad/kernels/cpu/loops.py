@@ -7,11 +7,6 @@ Numba expression that computes it (matrix products, reshapes, transposes...).
 Otherwise, or until Numba has compiled it, the scan runs its body's compiled driver
 from a Python loop; compilation happens on a background thread, as for kernels.
 """
-import hashlib
-import importlib.util
-import os
-import sys
-import tempfile
 import threading
 import weakref
 
@@ -19,9 +14,9 @@ import numpy as np
 
 from ... import config
 from ...program import Literal
-from .lowering import Group, KernelSource, partition, cache_dir, _literal, _materialized
+from .lowering import Group, KernelSource, partition, import_generated, _literal, _materialized
 
-_loops = weakref.WeakKeyDictionary()    # body Program -> {(consts, carry, reverse): entry}
+_loops = weakref.WeakKeyDictionary()    # a loop's body Program -> {key: _Loop}
 
 
 class _Unsupported(Exception):
@@ -128,23 +123,7 @@ def _functions(programs):
 
 
 def _module(text):
-    """Import generated source (written to the cache directory, so Numba's disk cache
-    serves a later process)."""
-    text = HEADER + text
-    name = f"fnad_loop_{hashlib.sha1(text.encode()).hexdigest()[:20]}"
-    module = sys.modules.get(name)
-    if module is None:
-        path = os.path.join(cache_dir(), name + ".py")
-        if not os.path.exists(path):
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return module
+    return import_generated(HEADER + text, "fnad_loop")
 
 
 def scan_text(program, num_consts, num_carry, length, reverse):

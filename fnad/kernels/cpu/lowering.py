@@ -257,24 +257,29 @@ def load_kernel(source):
     # check per division that keeps LLVM from vectorizing the loop.
     options = 'cache=True, nogil=True, error_model="numpy"' + \
         (", parallel=True" if "prange" in source else "")
-    text = HEADER + f"@numba.njit({options})\n" + source
-    # The module's name is the hash of its whole text, so a change to the header or the
-    # options makes a new module rather than reusing a stale one from the disk cache.
-    module_name = f"fnad_kernel_{hashlib.sha1(text.encode()).hexdigest()[:20]}"
-    module = sys.modules.get(module_name)
+    return import_generated(HEADER + f"@numba.njit({options})\n" + source,
+                            "fnad_kernel").kernel
+
+
+def import_generated(text, prefix):
+    """Import generated source as a module written to the cache directory, so Numba's
+    disk cache serves later processes. The module's name is the hash of its text: any
+    change to the source or its options makes a new module, never a stale one."""
+    name = f"{prefix}_{hashlib.sha1(text.encode()).hexdigest()[:20]}"
+    module = sys.modules.get(name)
     if module is None:
-        path = os.path.join(cache_dir(), module_name + ".py")
+        path = os.path.join(cache_dir(), name + ".py")
         if not os.path.exists(path):
             # Write then rename, so concurrent processes never see half a file.
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
             with os.fdopen(fd, "w") as f:
                 f.write(text)
             os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location(module_name, path)
+        spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        sys.modules[module_name] = module
-    return module.kernel
+        sys.modules[name] = module
+    return module
 
 
 class _FirstKernelCall:
