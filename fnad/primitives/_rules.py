@@ -80,3 +80,50 @@ def batch_elementwise(prim):
         out = prim.bind(*moved, **params)
         return out, ([0] * len(out) if prim.multiple_results else 0)
     return rule
+
+
+# --------------------------------------------------------------------------- simplification
+# Rules for the jit optimizer (fnad/transforms/optimize.py): rule(eqn, producer_of) ->
+# an atom replacing the output, a replacement equation, or None.
+
+def _is_scalar_literal(a, value):
+    return hasattr(a, "value") and np.ndim(a.value) == 0 and a.value == value
+
+
+def _same_type(a, b):
+    return a.aval.shape == b.aval.shape and a.aval.dtype == b.aval.dtype
+
+
+def drop_identity_operand(value, positions):
+    """x op value -> x, for the operand positions where `value` is an identity."""
+    def rule(e, producer_of):
+        out = e.outputs[0]
+        for pos in positions:
+            other = e.inputs[1 - pos]
+            if _is_scalar_literal(e.inputs[pos], value) and _same_type(other, out):
+                return other
+        return None
+    return rule
+
+
+def identity_when_same_type(e, producer_of):
+    """A conversion, reshape or broadcast that changes nothing."""
+    return e.inputs[0] if _same_type(e.inputs[0], e.outputs[0]) else None
+
+
+def compose_with_producer(combine, is_identity=None):
+    """f(f(x)) -> one f, with params combine(inner_params, outer_params); an f that
+    changes nothing (is_identity(eqn); by default: same shape and dtype) -> x."""
+    is_identity = is_identity or (lambda e: _same_type(e.inputs[0], e.outputs[0]))
+
+    def rule(e, producer_of):
+        if is_identity(e):
+            return e.inputs[0]
+        inner = producer_of(e.inputs[0])
+        if inner is None or inner.prim is not e.prim:
+            return None
+        from ..program import Equation
+        merged = Equation(e.prim, [inner.inputs[0]], e.outputs,
+                          combine(inner.params, e.params))
+        return inner.inputs[0] if is_identity(merged) else merged
+    return rule

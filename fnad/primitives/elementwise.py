@@ -15,6 +15,7 @@ from ..core import Primitive, ShapedArray
 from ..errors import DTypeError
 from ..kernels.cpu import elementwise as kernels
 from ._rules import (broadcasting, sum_to_shape, broadcast_to, add_tangents,
+                     drop_identity_operand, identity_when_same_type,
                      batch_elementwise)
 
 FLOAT = "f"
@@ -315,3 +316,10 @@ stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds="biuf")
 # Every primitive above is elementwise with numpy broadcasting: one vmap rule fits all.
 for _prim in (is_finite_p, integer_pow_p, select_p, clamp_p, convert_element_type_p):
     _prim.batch = batch_elementwise(_prim)
+
+# Algebra the jit optimizer removes: adding zero, multiplying or dividing by one.
+add_p.simplify = drop_identity_operand(0, (0, 1))
+sub_p.simplify = drop_identity_operand(0, (1,))
+mul_p.simplify = drop_identity_operand(1, (0, 1))
+div_p.simplify = drop_identity_operand(1, (1,))
+convert_element_type_p.simplify = identity_when_same_type

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..core import Primitive, ShapedArray, check_same_dtype
 from ..errors import ShapeError
-from ._rules import instantiate
+from ._rules import instantiate, compose_with_producer
 
 
 def linear(name, impl, abstract_eval, transpose, **kw):
@@ -463,3 +463,20 @@ concatenate_p.numba_source = lambda args, in_avals, out, dimension: (
 rev_p.numba_source = lambda args, in_avals, out, dimensions: (
     "np.ascontiguousarray({}[{}])".format(args[0], ", ".join(
         "::-1" if d in dimensions else ":" for d in range(out.ndim))) if out.shape else None)
+
+
+# Chains the jit optimizer folds into one op (and identities it removes).
+reshape_p.simplify = compose_with_producer(lambda inner, outer: outer)
+def _identity_permutation(e):
+    perm = tuple(e.params["permutation"])
+    return perm == tuple(range(len(perm)))
+
+
+transpose_p.simplify = compose_with_producer(
+    lambda inner, outer: {"permutation": tuple(inner["permutation"][i]
+                                               for i in outer["permutation"])},
+    is_identity=_identity_permutation)
+broadcast_in_dim_p.simplify = compose_with_producer(lambda inner, outer: {
+    "shape": outer["shape"],
+    "broadcast_dimensions": tuple(outer["broadcast_dimensions"][d]
+                                  for d in inner["broadcast_dimensions"])})

@@ -124,18 +124,11 @@ def _keeps_shape(e, scalar_var):
 
 # --------------------------------------------------------------------------- simplify
 
-def _is_literal(a, value):
-    return isinstance(a, Literal) and a.value.ndim == 0 and a.value == value
-
-
-def _same_type(a, b):
-    return a.aval.shape == b.aval.shape and a.aval.dtype == b.aval.dtype
-
-
 def simplify(closed):
-    """x + 0, x - 0, x * 1, x / 1 -> x; convert to the same dtype, reshape to the same
-    shape, identity transposes -> x; broadcast of broadcast and transpose of
-    transpose -> one op; reshape of reshape -> one reshape."""
+    """Apply each primitive's own `simplify` rule (x + 0 -> x, transpose of transpose ->
+    one transpose, ...: the algebra autodiff leaves behind). A rule gets the equation
+    and the producer of each var, and returns an atom that replaces the output, a
+    replacement equation, or None."""
     program = closed.program
     producer = {}
     eqns, replace = [], {}
@@ -147,40 +140,13 @@ def simplify(closed):
 
     for e in program.eqns:
         e = Equation(e.prim, [r(a) for a in e.inputs], e.outputs, e.params)
-        name, ins, out = e.prim.name, e.inputs, e.outputs[0] if e.outputs else None
-        alias = None
-        if name in ("add", "sub") and _is_literal(ins[1], 0) and _same_type(ins[0], out):
-            alias = ins[0]
-        elif name == "add" and _is_literal(ins[0], 0) and _same_type(ins[1], out):
-            alias = ins[1]
-        elif name in ("mul", "div") and _is_literal(ins[1], 1) and _same_type(ins[0], out):
-            alias = ins[0]
-        elif name == "mul" and _is_literal(ins[0], 1) and _same_type(ins[1], out):
-            alias = ins[1]
-        elif name in ("convert_element_type", "reshape", "broadcast_in_dim") \
-                and _same_type(ins[0], out):
-            alias = ins[0]
-        elif name == "transpose" and tuple(e.params["permutation"]) == tuple(range(out.aval.ndim)):
-            alias = ins[0]
-        if alias is not None:
-            replace[out] = alias
+        rule = getattr(e.prim, "simplify", None)
+        result = rule(e, producer.get) if rule is not None else None
+        if isinstance(result, (Var, Literal)):
+            replace[e.outputs[0]] = result
             continue
-        inner = producer.get(ins[0]) if ins and not isinstance(ins[0], Literal) else None
-        if inner is not None and inner.prim.name == name:
-            if name == "transpose":
-                p_in, p_out = inner.params["permutation"], e.params["permutation"]
-                perm = tuple(p_in[i] for i in p_out)
-                e = Equation(e.prim, [inner.inputs[0]], e.outputs, {"permutation": perm})
-                if perm == tuple(range(len(perm))):
-                    replace[out] = inner.inputs[0]
-                    continue
-            elif name == "reshape":
-                e = Equation(e.prim, [inner.inputs[0]], e.outputs, e.params)
-            elif name == "broadcast_in_dim":
-                dims = tuple(e.params["broadcast_dimensions"][d]
-                             for d in inner.params["broadcast_dimensions"])
-                e = Equation(e.prim, [inner.inputs[0]], e.outputs,
-                             {"shape": e.params["shape"], "broadcast_dimensions": dims})
+        if result is not None:
+            e = result
         for o in e.outputs:
             producer[o] = e
         eqns.append(e)
