@@ -77,6 +77,8 @@ class Primitive:
     numba_source (optional attribute): numba_source(arg_names, in_avals, out_aval,
             **params) -> a Numba expression computing the primitive, or None; lets the
             loop compiler put it inside a compiled loop body
+    simplify (optional attribute): simplify(eqn, producer_of) -> an atom that replaces
+            the output, a replacement equation, or None; the jit optimizer's algebra
     """
 
     def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch=None,
