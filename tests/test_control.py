@@ -291,11 +291,16 @@ def test_grad_of_while_loop_raises_and_points_to_scan():
         fnad.grad(fnad.jit(f))(f64(1.0))
 
 
-def test_scan_runs_as_one_compiled_loop(monkeypatch):
+@pytest.mark.parametrize("own_matmul", [False, True])
+def test_scan_runs_as_one_compiled_loop(monkeypatch, own_matmul):
     """A scan whose body the loop compiler supports runs as one Numba loop (here
-    compiled synchronously), forwards and backwards, with the unrolled loop's values."""
+    compiled synchronously), forwards and backwards, with the unrolled loop's values;
+    with BLAS through SciPy where installed, and with fnad's own matmul loops."""
     import weakref
     from fnad.kernels.cpu import loops
+    from fnad.primitives import dot
+    if own_matmul:
+        monkeypatch.setattr(dot, "_numba_has_blas", lambda: False)
     monkeypatch.setattr(fnad.config, "background_compile", False)
     monkeypatch.setattr(loops, "_loops", weakref.WeakKeyDictionary())   # this test's loops only
     rng = np.random.default_rng(5)

@@ -5,6 +5,7 @@ Output axes are ordered (batch..., lhs free..., rhs free...), as in XLA. The VJP
 for each operand is another dot_general of the cotangent with the other operand,
 followed by a transpose back to the operand's axis order.
 """
+import functools
 import math
 
 import numpy as np
@@ -153,15 +154,28 @@ def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
 
 
 def _numba_source(args, in_avals, out, dimension_numbers):
-    """Matrix and vector products as np.dot in the loop compiler's Numba code."""
+    """Matrix and vector products in the loop compiler's Numba code: np.dot (BLAS)
+    where Numba can reach BLAS (it needs SciPy's bindings, which fnad does not depend
+    on), else fnad's own matmul loops (fnad/kernels/cpu/loop_linalg.py)."""
     (lc, rc), (lb, rb) = dimension_numbers
     if lb or len(lc) != 1 or not out.shape or max(a.ndim for a in in_avals) > 2:
         return None
-    a, b = args
-    lhs = f"np.ascontiguousarray({a})" if lc[0] == in_avals[0].ndim - 1 else \
-        f"np.ascontiguousarray({a}.T)"
-    rhs = f"np.ascontiguousarray({b})" if rc[0] == 0 else f"np.ascontiguousarray({b}.T)"
-    return f"np.dot({lhs}, {rhs})"
+    (a, b), (la, ra) = args, in_avals
+    lhs = a if la.ndim == 1 or lc[0] == 1 else f"{a}.T"
+    rhs = b if ra.ndim == 1 or rc[0] == 0 else f"{b}.T"
+    if _numba_has_blas():
+        return f"np.dot(np.ascontiguousarray({lhs}), np.ascontiguousarray({rhs}))"
+    product = {(2, 2): "mm", (2, 1): "mv", (1, 2): "vm"}[(la.ndim, ra.ndim)]
+    return f"loop_linalg.{product}({lhs}, {rhs})"
+
+
+@functools.lru_cache(maxsize=None)
+def _numba_has_blas():
+    try:
+        import scipy.linalg.cython_blas  # noqa: F401
+        return True
+    except ImportError:
+        return False
 
 
 dot_general_p.numba_source = _numba_source

@@ -105,6 +105,7 @@ import numba
 import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
 from fnad.kernels.cpu.lowering import load_kernel
+from fnad.kernels.cpu import loop_linalg
 
 """
 
