@@ -265,7 +265,8 @@ def markdown_table(rows):
     return "\n".join(lines)
 
 
-def profile_fnad_grad(fn, seconds=3.0, top=25):
+def profile_call(label, fn, seconds=3.0, top=25, cumulative=False):
+    """cProfile repeated calls of fn for `seconds`; print the top entries."""
     import cProfile
     import pstats
     pr = cProfile.Profile()
@@ -276,10 +277,26 @@ def profile_fnad_grad(fn, seconds=3.0, top=25):
         fn()
         calls += 1
     pr.disable()
-    print(f"\n## cProfile of fnad.grad(f)(x), {calls} calls\n")
+    print(f"\n## cProfile of {label}, {calls} calls\n")
     st = pstats.Stats(pr, stream=sys.stdout)
     st.strip_dirs().sort_stats("tottime").print_stats(top)
-    st.sort_stats("cumulative").print_stats(top)
+    if cumulative:
+        st.sort_stats("cumulative").print_stats(top)
+
+
+def print_header(title, fws, notes):
+    """Date, machine, framework versions and notes, at the top of a run's output."""
+    now = datetime.datetime.now().astimezone()
+    print(f"# {title}")
+    print(f"date: {now:%Y-%m-%d %H:%M %Z}")
+    print(f"machine: {cpu_model()}, nproc={os.cpu_count()}, {platform.system()} "
+          f"{platform.release()}, Python {platform.python_version()}")
+    print("versions: " + ", ".join(f"{k} {v.get('version', '?')}" for k, v in fws.items()))
+    for k, v in fws.items():
+        if v.get("note"):
+            print(f"note: {k}: {v['note']}")
+    for n_ in notes:
+        print("note: " + n_)
 
 
 def main(argv=None):
@@ -337,17 +354,7 @@ def main(argv=None):
         assert np.isfinite(fv)
 
     # ---- header -----------------------------------------------------------------------
-    now = datetime.datetime.now().astimezone()
-    print("# fnad eager benchmark")
-    print(f"date: {now:%Y-%m-%d %H:%M %Z}")
-    print(f"machine: {cpu_model()}, nproc={os.cpu_count()}, {platform.system()} "
-          f"{platform.release()}, Python {platform.python_version()}")
-    print("versions: " + ", ".join(f"{k} {v.get('version', '?')}" for k, v in fws.items()))
-    for k, v in fws.items():
-        if v.get("note"):
-            print(f"note: {k}: {v['note']}")
-    for n_ in notes:
-        print("note: " + n_)
+    print_header("fnad eager benchmark", fws, notes)
     print(f"gradients checked: {', '.join(grads)} agree with each other and with a float64 "
           f"finite-difference reference (rtol {RTOL})")
     print(f"timing: {rounds} rounds of n calls (~{target_ns / 1e6:g} ms/round) after "
@@ -399,7 +406,7 @@ def main(argv=None):
             f"(ratio of mins: {fa['min'] / na['min']:.2f}×)")
 
     print("\n## Results (paste into bench/README.md)\n")
-    print(f"Measured {now:%Y-%m-%d} on {cpu_model()} ({os.cpu_count()} cores), "
+    print(f"Measured {datetime.date.today()} on {cpu_model()} ({os.cpu_count()} cores), "
           f"`bench/eager.py --rounds {rounds}{' --quick' if args.quick else ''}`. "
           "× fnad = framework median / fnad median (>1: slower than fnad); "
           "the forward-only row is relative to fnad's grad.\n")
@@ -408,7 +415,7 @@ def main(argv=None):
     print("\n".join(target_lines))
 
     if args.profile:
-        profile_fnad_grad(fws["fnad"]["grad"])
+        profile_call("fnad.grad(f)(x)", fws["fnad"]["grad"], cumulative=True)
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 # The W1 function, its inputs and the timing loop are bench/eager.py's own.
-from eager import cpu_model, inputs as w1_inputs, make_f, measure_interleaved  # noqa: E402
+from eager import cpu_model, inputs as w1_inputs, make_f, measure_interleaved, profile_call  # noqa: E402
 from eager import reference_grad as w1_reference_grad  # noqa: E402
 
 RTOL = 1e-4
@@ -570,22 +570,6 @@ def target_line(name, q, target, detail=""):
             f"**{'MET' if ok else 'NOT MET'}**{detail}")
 
 
-def profile_call(label, fn, seconds, top=25):
-    import cProfile
-    import pstats
-    pr = cProfile.Profile()
-    calls = 0
-    t_end = time.perf_counter() + seconds
-    pr.enable()
-    while time.perf_counter() < t_end:
-        fn()
-        calls += 1
-    pr.disable()
-    print(f"\n## cProfile of fnad {label}, {calls} calls\n")
-    st = pstats.Stats(pr, stream=sys.stdout)
-    st.strip_dirs().sort_stats("tottime").print_stats(top)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -835,7 +819,7 @@ def main(argv=None):
         for wl in timed:
             e = fws["fnad"].get(wl)
             if e:
-                profile_call(wl, e[0], 3.0)
+                profile_call(f"fnad {wl}", e[0], 3.0)
 
 
 if __name__ == "__main__":

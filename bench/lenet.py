@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import platform
 import sys
 import time
 
@@ -46,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from eager import cpu_model, measure_interleaved  # noqa: E402
+from eager import cpu_model, measure_interleaved, print_header, profile_call  # noqa: E402
 
 BATCH = 128
 LR = 0.05
@@ -235,21 +234,6 @@ FRAMEWORKS = [("fnad", setup_fnad), ("torch", setup_torch), ("jax", setup_jax)]
 # --------------------------------------------------------------------------------------
 # Profiles of fnad's step
 # --------------------------------------------------------------------------------------
-def profile_cprofile(fn, seconds=3.0, top=20):
-    import cProfile
-    import pstats
-    pr = cProfile.Profile()
-    calls = 0
-    t_end = time.perf_counter() + seconds
-    pr.enable()
-    while time.perf_counter() < t_end:
-        fn()
-        calls += 1
-    pr.disable()
-    print(f"\n## cProfile of the fnad step, {calls} calls\n")
-    pstats.Stats(pr, stream=sys.stdout).strip_dirs().sort_stats("tottime").print_stats(top)
-
-
 def profile_kernels(jitted, args, steps=50, top=25):
     """Wall time of each call in fnad's generated driver (fused kernels k*, library
     calls f* of a primitive's kernel), summed over `steps` steps. Reaches into the
@@ -361,17 +345,7 @@ def main(argv=None):
                                        err_msg=f"{name}'s update of parameter {i} "
                                                f"disagrees with fnad's")
 
-    now = datetime.datetime.now().astimezone()
-    print("# fnad W4 LeNet benchmark")
-    print(f"date: {now:%Y-%m-%d %H:%M %Z}")
-    print(f"machine: {cpu_model()}, nproc={os.cpu_count()}, {platform.system()} "
-          f"{platform.release()}, Python {platform.python_version()}")
-    print("versions: " + ", ".join(f"{k} {v['version']}" for k, v in fws.items()))
-    for k, v in fws.items():
-        if v.get("note"):
-            print(f"note: {k}: {v['note']}")
-    for n_ in notes:
-        print("note: " + n_)
+    print_header("fnad W4 LeNet benchmark", fws, notes)
     print(f"checked for {', '.join(fws)}: losses (rtol {RTOL}) at the start {start:.6f} "
           f"(numpy float64: {ref:.6f}) and after one step {after:.6f}; the first "
           f"update of every parameter (rtol 1e-3)")
@@ -397,7 +371,7 @@ def main(argv=None):
         lines.append(f"| {name} | {r['median']:.2f} | {r['min']:.2f} | {ratio} | "
                      f"{r['n']} × {r['rounds']} |")
     print("## Results (paste into bench/README.md)\n")
-    print(f"Measured {now:%Y-%m-%d} on {cpu_model()} ({os.cpu_count()} cores), "
+    print(f"Measured {datetime.date.today()} on {cpu_model()} ({os.cpu_count()} cores), "
           f"`bench/lenet.py --rounds {rounds}{' --quick' if args.quick else ''}`.\n")
     print("\n".join(lines))
     if torch_r:
@@ -413,7 +387,7 @@ def main(argv=None):
         print(fws["fnad"]["jitted"].lower(*fws["fnad"]["args"]).as_text())
     if args.profile:
         profile_kernels(fws["fnad"]["jitted"], fws["fnad"]["args"])
-        profile_cprofile(fws["fnad"]["step"])
+        profile_call("the fnad step", fws["fnad"]["step"], top=20)
 
 
 if __name__ == "__main__":
