@@ -9,16 +9,22 @@ from .transforms.custom import custom_jvp, custom_vjp, checkpoint, remat  # noqa
 from . import numpy, lax, tree_util, tree, nn, scipy, test_util, errors  # noqa: F401
 from . import optim, data, io, datasets, random  # noqa: F401
 from .errors import (  # noqa: F401
-    ShapeError, DTypeError, ImmutableArrayError, EscapedTracerError, GradientError,
+    DeviceError, ShapeError, DTypeError, ImmutableArrayError, EscapedTracerError, GradientError,
     ConcretizationError)
 
 
 def device_put(x, device=None):
-    """Place a pytree of arrays on `device` (the cpu today): numpy leaves become Arrays."""
-    return tree_util.tree_map(numpy.asarray, x)
+    """A copy of a pytree of arrays on `device` (default: the cpu); numpy leaves and
+    Python scalars become Arrays there."""
+    from .array import device_put as put_one
+    return tree_util.tree_map(lambda leaf: put_one(numpy.asarray(leaf), device), x)
 
 
 def block_until_ready(x):
+    """Wait for the computations producing the arrays of pytree `x`; returns `x`."""
+    for leaf in tree_util.tree_leaves(x):
+        if hasattr(leaf, "block_until_ready"):
+            leaf.block_until_ready()
     return x
 
 

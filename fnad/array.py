@@ -2,12 +2,14 @@
 
 An Array owns a numpy buffer that nothing ever writes to: kernels return fresh
 buffers and views of existing ones, and `np.asarray(x)` hands out read-only views.
+A `CudaArray` is an Array whose buffer is a numba.cuda device array; `np.asarray`
+copies it to the host.
 The numpy-style methods and operators (``x + y``, ``x.sum()``, ``x.at[i].set(v)``)
 are attached by `fnad.numpy`, which owns their semantics for Arrays and tracers alike.
 """
 import numpy as np
 
-from .errors import ImmutableArrayError
+from .errors import DeviceError, ImmutableArrayError
 
 
 class Device:
@@ -20,17 +22,47 @@ class Device:
     def __repr__(self):
         return f"{self.platform.capitalize()}Device(id={self.id})"
 
+    def __eq__(self, other):
+        return isinstance(other, Device) and (self.platform, self.id) == (other.platform,
+                                                                          other.id)
+
+    def __hash__(self):
+        return hash((self.platform, self.id))
+
 
 CPU = Device("cpu")
+_cuda_devices = None
 
 
 def devices(platform=None):
-    """The devices fnad can place arrays on (``"cpu"`` today)."""
-    if platform in (None, "cpu"):
+    """The devices fnad can place arrays on: the cpu, then the GPUs numba.cuda finds
+    (the simulated one under NUMBA_ENABLE_CUDASIM=1). ``devices("cuda")`` is empty
+    where numba.cuda is missing or finds no GPU."""
+    global _cuda_devices
+    if platform not in (None, "cpu", "cuda", "gpu"):
+        raise ValueError(f"unknown platform {platform!r}; expected 'cpu' or 'cuda'")
+    if platform == "cpu":
         return [CPU]
-    if platform in ("cuda", "gpu"):
-        return []
-    raise ValueError(f"unknown platform {platform!r}; expected 'cpu' or 'cuda'")
+    if _cuda_devices is None:
+        from .kernels.cuda.runtime import device_count
+        _cuda_devices = [Device("cuda", i) for i in range(device_count())]
+    return list(_cuda_devices) if platform else [CPU] + _cuda_devices
+
+
+def device_put(x, device=None):
+    """A copy of one array's value on `device` (default: the cpu), as an Array."""
+    device = CPU if device is None else device
+    if not isinstance(device, Device) or device not in devices(device.platform):
+        raise DeviceError(f"device_put: {device!r} is not one of fnad.devices() "
+                          f"({devices()})")
+    if device.platform == "cpu":
+        out = Array(np.array(x))     # copies from the host or the GPU
+        out._committed = True
+        return out
+    from .kernels.cuda.runtime import to_device
+    if type(x) is CudaArray and x.device == device:
+        return x
+    return CudaArray(to_device(np.asarray(x), device.id), device)
 
 
 def immutable_error():
@@ -41,7 +73,9 @@ def immutable_error():
 
 
 class Array:
-    __slots__ = ("_value",)
+    # _committed: set (only) on arrays device_put to the cpu explicitly. Other cpu
+    # Arrays, like JAX's uncommitted ones, follow a GPU operand onto its device.
+    __slots__ = ("_value", "_committed")
     __array_priority__ = 100
 
     def __init__(self, value):
@@ -135,3 +169,74 @@ class Array:
         return (Array, (np.array(self._value),))
 
     __hash__ = None
+
+
+class CudaArray(Array):
+    """An Array in a GPU's memory. Primitives on CudaArrays run numba.cuda kernels
+    (fnad.kernels.cuda) and return CudaArrays on the same device; anything that needs
+    the value on the host (printing, ``np.asarray``, ``float(x)``) copies it."""
+    __slots__ = ("_device",)
+
+    def __init__(self, value, device):
+        self._value = value
+        self._device = device
+
+    @property
+    def device(self):
+        return self._device
+
+    def devices(self):
+        return {self._device}
+
+    def _host(self):
+        return self._value.copy_to_host()
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._host()
+        return value if dtype is None else value.astype(dtype, copy=False)
+
+    def __repr__(self):
+        body = np.array2string(self._host(), separator=", ", prefix="Array(")
+        return f"Array({body}, dtype={self.dtype.name}, device={self._device})"
+
+    def __str__(self):
+        return str(self._host())
+
+    def __bool__(self):
+        return bool(self._host())
+
+    def __float__(self):
+        return float(self._host())
+
+    def __int__(self):
+        return int(self._host())
+
+    def __index__(self):
+        return self._host().__index__()
+
+    def __complex__(self):
+        return complex(self._host())
+
+    def item(self, *args):
+        return self._host().item(*args)
+
+    def tolist(self):
+        return self._host().tolist()
+
+    def block_until_ready(self):
+        from .kernels.cuda.runtime import synchronize
+        synchronize()
+        return self
+
+    def __reduce__(self):
+        # Pickles hold host data; unpickling gives a cpu Array.
+        return (Array, (self._host(),))
+
+
+def mixed_devices_error(what, operands):
+    """The error for an operation whose operands live on different devices."""
+    placed = ", ".join(f"{getattr(a, 'dtype', '?')}{list(getattr(a, 'shape', ()))} on "
+                       f"{getattr(a, 'device', CPU)}" for a in operands
+                       if isinstance(a, Array))
+    return DeviceError(f"{what}: operands are on different devices ({placed}); move them "
+                       f"to one device with fnad.device_put(x, device) first")

@@ -11,7 +11,7 @@ perturbations. A tracer that reaches the bottom of the chain has escaped.
 """
 import numpy as np
 
-from .errors import EscapedTracerError, ShapeError, DTypeError
+from .errors import DeviceError, EscapedTracerError, ShapeError, DTypeError
 
 
 class ShapedArray:
@@ -116,19 +116,25 @@ class Primitive:
         then work on numpy values end to end (see VJPTrace). fnad.numpy and fnad.lax
         always pass at least one Array, so users only ever see Arrays."""
         # Unrolled for one and two operands: this is the per-op cost of eager mode.
-        if len(args) == 2:
-            a, b = args
-            raw = type(a) is not Array and type(b) is not Array
-            values = (a._value if type(a) is Array else _concrete_operand(self, a),
-                      b._value if type(b) is Array else _concrete_operand(self, b))
-        elif len(args) == 1:
-            a, = args
-            raw = type(a) is not Array
-            values = (a._value if type(a) is Array else _concrete_operand(self, a),)
-        else:
-            raw = bool(args) and not any(type(a) is Array for a in args)
-            values = [a._value if type(a) is Array else _concrete_operand(self, a)
-                      for a in args]
+        try:
+            if len(args) == 2:
+                a, b = args
+                raw = type(a) is not Array and type(b) is not Array
+                values = (a._value if type(a) is Array else _concrete_operand(self, a),
+                          b._value if type(b) is Array else _concrete_operand(self, b))
+            elif len(args) == 1:
+                a, = args
+                raw = type(a) is not Array
+                values = (a._value if type(a) is Array else _concrete_operand(self, a),)
+            else:
+                raw = bool(args) and not any(type(a) is Array for a in args)
+                values = [a._value if type(a) is Array else _concrete_operand(self, a)
+                          for a in args]
+        except OnDevice:
+            values = None
+        if values is None:      # an operand lives on a GPU: the cuda backend runs it
+            from .kernels.cuda import evaluate
+            return evaluate(self, args, params)
         try:
             out = self.impl(*values, **params)
         except (ValueError, TypeError, IndexError) as err:
@@ -156,9 +162,17 @@ class Primitive:
         self.abstract_eval(*avals, **params)
 
 
+class OnDevice(DeviceError):
+    """Raised for an operand whose value is not in host memory: `eval` hands such
+    operations to the cuda backend; elsewhere it is a mixed-device error."""
+
+
 def _concrete_operand(prim, a):
     if isinstance(a, (np.ndarray, np.generic)):
         return a
+    if isinstance(a, Array):    # Arrays on the host never get here: a CudaArray
+        raise OnDevice(f"{prim.name}: an operand is on {a.device} and another in host "
+                       f"memory; move them to one device with fnad.device_put first")
     if isinstance(a, Tracer):
         raise EscapedTracerError(
             f"{prim.name} got a value traced by {a._trace.name}, which has already "

@@ -41,3 +41,7 @@ class FileFormatError(FnadError, ValueError):
     def __init__(self, path, message):
         super().__init__(f"{os.fspath(path)}: {message}")
         self.path = os.fspath(path)
+
+
+class DeviceError(FnadError, ValueError):
+    """Operands on different devices, or a device that does not exist."""

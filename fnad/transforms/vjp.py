@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core import (Trace, Tracer, use_trace, current_trace, bind_custom, EVAL, _wrap,
                     _concrete_operand)
-from ..array import Array
+from ..array import Array, CudaArray
 from ..errors import GradientError
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import (flatten_fun_output, check_float_input, zeros_like, as_value,
@@ -117,6 +117,9 @@ class VJPTrace(Trace):
                 for i, (o, p) in enumerate(zip(out, primal_out))]
 
     def new_input(self, value):
+        if self.parent is EVAL and type(value) is CudaArray:
+            # The raw-numpy tape is a host fast path: GPU values keep to bind.
+            self.__dict__.pop("process", None)
         out = value._value if self.parent is EVAL and type(value) is Array else value
         return self.record(None, None, (), out, (), False, primal_out=value)
 

@@ -86,11 +86,16 @@ class Group:
         return False
 
 
-def partition(program):
-    """A list of steps: Group objects and single library equations, in order."""
+def partition(program, fuse_reductions=True):
+    """A list of steps: Group objects and single library equations, in order.
+    Without fuse_reductions, reductions are library steps of their own."""
     steps, current, produced_in = [], None, {}
     for e in program.eqns:
         fusible = _is_elementwise(e) or e.prim.index_map is not None
+        if not fuse_reductions and _is_fusible_reduction(e):
+            current = None
+            steps.append(e)
+            continue
         if current is not None and current.accepts(e, produced_in):
             pass
         elif fusible:
@@ -220,6 +225,8 @@ class KernelSource:
             body.append(f"{t} = {expr}")
             if out in materialize:
                 store(out, t)
+        # The loop body's pieces, for backends that wrap them in their own iteration.
+        self.hoisted, self.loads, self.body = hoisted, loads, body
         args = [f"in{k}" for k in range(len(self.inputs))] + \
             [f"out{k}" for k in range(len(self.outputs))] + [f"n{d}" for d in range(rank)]
 

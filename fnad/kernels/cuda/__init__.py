@@ -1,0 +1,89 @@
+"""The cuda backend: a numba.cuda implementation of every primitive.
+
+Where a primitive's declaration already says what it computes per element, the
+kernel is generated from it: a scalar expression or an index map gives a fused
+elementwise kernel (fused.py), a `reduction` a block tree reduction (reduce.py). The
+other primitives register a kernel written for them with `implements`, in the module
+of their family. `evaluate` is what `Primitive.bind` runs for operands on a GPU.
+
+Nothing here is imported until a cuda device is asked for, so fnad on a machine
+without numba.cuda never pays for it."""
+import importlib
+
+import numpy as np
+
+from ...array import Array, CudaArray, mixed_devices_error
+from ...core import ShapedArray, _concrete_operand
+
+_impls = {}
+_FAMILIES = ("shape", "dot", "conv", "index", "cumulative", "sort", "random", "linalg",
+             "control")
+_loaded = False
+
+
+def implements(*prims):
+    """Register the decorated function as the cuda kernel of `prims`: called with the
+    operands as device arrays and the primitive's params, it returns a device array
+    (a list of them for primitives with several results)."""
+    def register(fn):
+        for p in prims:
+            _impls[p] = fn
+        return fn
+    return register
+
+
+def impl_for(prim):
+    fn = _impls.get(prim)
+    if fn is not None:
+        return fn
+    _load_families()
+    fn = _impls.get(prim)
+    if fn is None:
+        if prim.scalar is not None or prim.index_map is not None:
+            from .fused import elementwise_impl
+            fn = elementwise_impl(prim)
+        elif prim.reduction is not None:
+            from .reduce import reduction_impl
+            fn = reduction_impl(prim)
+        else:
+            raise NotImplementedError(f"the cuda backend has no kernel for {prim.name}")
+        _impls[prim] = fn
+    return fn
+
+
+def _load_families():
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for name in _FAMILIES:
+            importlib.import_module(f"{__name__}.{name}")
+
+
+def evaluate(prim, args, params):
+    """Run `prim` on operands of which at least one is a CudaArray. Host values
+    (constants, Arrays made without a device) are copied to its device; an Array
+    placed on the cpu with device_put beside a GPU one is an error, as are arrays of
+    two GPUs."""
+    from . import runtime
+    device = next(a._device for a in args if type(a) is CudaArray)
+    values, avals = [], []
+    for a in args:
+        if type(a) is CudaArray:
+            if a._device != device:
+                raise mixed_devices_error(prim.name, args)
+            values.append(a._value)
+        elif isinstance(a, Array):
+            if getattr(a, "_committed", False):
+                raise mixed_devices_error(prim.name, args)
+            values.append(runtime.to_device(a._value, device.id))
+        else:
+            host = _concrete_operand(prim, a)      # numpy constants; errors otherwise
+            values.append(runtime.to_device(np.asarray(host), device.id))
+        avals.append(ShapedArray(a.shape, a.dtype))
+    # The shape rule runs first: a kernel given mismatched shapes would read out of
+    # bounds instead of raising.
+    prim.abstract_eval(*avals, **params)
+    out = impl_for(prim)(*values, **params)
+    if prim.multiple_results:
+        return [CudaArray(o, device) for o in out]
+    return CudaArray(out, device)

@@ -1,0 +1,100 @@
+"""Reductions over axes on the GPU: one block per output cell, its threads striding
+over the reduced elements, then a tree reduction in shared memory.
+
+Generated from a primitive's `reduction` declaration (identity, combine expression),
+so every fusible reduction of the cpu compiler has its GPU kernel from the same text."""
+import functools
+
+import numpy as np
+
+from ..cpu.lowering import _literal
+from . import fused, runtime
+
+
+def _decompose(flat, dims, names, pad):
+    """Lines turning the flat index `flat` into indices over `dims` (row-major)."""
+    lines = [f"{pad}rest = {flat}"]
+    for k in reversed(range(len(dims))):
+        if k:
+            lines += [f"{pad}{names[k]} = rest % {dims[k]}",
+                      f"{pad}rest = rest // {dims[k]}"]
+        else:
+            lines.append(f"{pad}{names[0]} = rest")
+    return lines
+
+
+def reduction_source(combine, identity, rank, axes, threads):
+    kept = [d for d in range(rank) if d not in axes]
+    idx = [f"i{d}" for d in range(rank)]
+    dims = [f"n{d}" for d in range(rank)]
+    cells = " * ".join(dims[d] for d in kept) or "1"
+    count = " * ".join(dims[d] for d in axes) or "1"
+    out_index = ", ".join(idx[d] for d in kept) or "()"
+    lines = [f"def kernel(in0, out0, {', '.join(dims)}):" if rank else
+             "def kernel(in0, out0):",
+             f"    buf = cuda.shared.array({threads}, out0.dtype)",
+             "    tid = cuda.threadIdx.x",
+             "    cell = cuda.blockIdx.x",
+             f"    cells = {cells}",
+             f"    count = {count}",
+             "    while cell < cells:"]
+    lines += _decompose("cell", [dims[d] for d in kept], [idx[d] for d in kept], " " * 8)
+    lines += [f"        acc = {identity}",
+              "        j = tid",
+              "        while j < count:"]
+    lines += _decompose("j", [dims[d] for d in axes], [idx[d] for d in axes], " " * 12)
+    lines += [f"            x = in0[{', '.join(idx) or '()'}]",
+              "            acc = " + combine.format(acc="acc", x="x"),
+              f"            j += {threads}",
+              "        buf[tid] = acc",
+              "        cuda.syncthreads()",
+              f"        step = {threads // 2}",
+              "        while step > 0:",
+              "            if tid < step:",
+              "                buf[tid] = " + combine.format(acc="buf[tid]", x="buf[tid + step]"),
+              "            cuda.syncthreads()",
+              "            step //= 2",
+              "        if tid == 0:",
+              f"            out0[{out_index}] = buf[0]",
+              "        cuda.syncthreads()",
+              "        cell += cuda.gridDim.x"]
+    return "\n".join(lines) + "\n"
+
+
+@functools.lru_cache(maxsize=1024)
+def _kernel(prim, dtype, rank, axes):
+    identity_of, combine = prim.reduction
+    identity = _literal(np.asarray(identity_of(dtype), dtype))
+    source = reduction_source(combine, identity, rank, axes, runtime.THREADS)
+    # Shared memory needs a compile-time type: the output's dtype from the array's.
+    return fused.load(source)
+
+
+def reduce(prim, x, axes, out_dtype):
+    axes = tuple(sorted(axes))
+    shape = tuple(x.shape)
+    out_shape = tuple(n for d, n in enumerate(shape) if d not in axes)
+    out = runtime.empty(out_shape, out_dtype)
+    cells = int(np.prod(out_shape, dtype=np.int64))
+    if cells == 0:
+        return out
+    if x.size == 0:     # the cpu kernel's answer (or its error) for an empty operand
+        return runtime.to_device(np.asarray(prim.impl(np.empty(shape, x.dtype), axes=axes),
+                                            out_dtype))
+    kernel = _kernel(prim, np.dtype(out_dtype), len(shape), axes)
+    blocks = min(cells, runtime.MAX_BLOCKS)
+    kernel[blocks, runtime.THREADS](x, out, *shape)
+    return out
+
+
+def reduction_impl(prim):
+    """The eager cuda implementation of a reduction primitive with an `axes` param."""
+    def impl(x, **params):
+        out_aval = prim.abstract_eval(_aval(x), **params)
+        return reduce(prim, x, params["axes"], out_aval.dtype)
+    return impl
+
+
+def _aval(x):
+    from ...core import ShapedArray
+    return ShapedArray(x.shape, x.dtype)

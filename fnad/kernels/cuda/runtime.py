@@ -1,0 +1,75 @@
+"""numba.cuda, imported only when a GPU is asked for, and what every cuda kernel
+module shares: allocation, transfers and launch shapes.
+
+numba.cuda comes from the `numba-cuda` package (the `cuda` extra) or, in older
+releases, from numba itself; either provides the same module. Memory is allocated on
+demand through numba's allocator: nothing is reserved up front."""
+import math
+
+import numpy as np
+
+_cuda = None
+
+
+def cuda():
+    """The numba.cuda module, or None where it cannot be imported."""
+    global _cuda
+    if _cuda is None:
+        try:
+            from numba import cuda as module
+        except ImportError:     # numba without its CUDA target, or a broken toolkit
+            module = False
+        _cuda = module
+    return _cuda or None
+
+
+def simulated():
+    from numba import config
+    return bool(config.ENABLE_CUDASIM)
+
+
+def device_count():
+    module = cuda()
+    try:
+        return len(module.gpus) if module is not None and module.is_available() else 0
+    except Exception:   # a driver that is present but broken counts as no GPU
+        return 0
+
+
+# The simulator runs every thread as a Python thread: few threads keep it fast enough
+# for tests. On a GPU, 256 threads per block keeps every scheduler busy.
+THREADS = 32 if simulated() else 256
+MAX_BLOCKS = 2 if simulated() else 1 << 16
+
+
+def grid(n, threads=None):
+    """(blocks, threads) for a grid-stride loop over n items."""
+    threads = threads or THREADS
+    return max(1, min(MAX_BLOCKS, math.ceil(n / threads))), threads
+
+
+def empty(shape, dtype):
+    return cuda().device_array(tuple(shape), np.dtype(dtype))
+
+
+def full(shape, value, dtype):
+    """A device array filled with `value` (a host fill uploaded: no kernel to compile)."""
+    return cuda().to_device(np.full(tuple(shape), value, np.dtype(dtype)))
+
+
+def to_device(value, device_id=0):
+    value = np.ascontiguousarray(value)
+    module = cuda()
+    if device_id == 0:
+        return module.to_device(value)
+    with module.gpus[device_id]:
+        return module.to_device(value)
+
+
+def is_device_array(x):
+    module = cuda()
+    return module is not None and module.is_cuda_array(x)
+
+
+def synchronize():
+    cuda().synchronize()
