@@ -262,8 +262,36 @@ def _cond_impl(index, *operands, branches):
                            lambda: cond_text(branches), args)
     if branch:      # the branches and the choice in one compiled function
         return [np.asarray(o) for o in branch(*args)]
-    i = min(max(int(index), 0), len(branches) - 1)
-    return [np.asarray(o) for o in _compiled(branches[i])(*operands)]
+    return [np.asarray(o) for o in run_cond(index, operands, branches, _compiled)]
+
+
+# The loops below run a construct from Python over its compiled sub-programs, on any
+# backend: `compiled(program)` is the backend's executable, `empty` its allocator.
+
+def run_cond(index, operands, branches, compiled):
+    i = min(max(int(np.asarray(index)), 0), len(branches) - 1)
+    return compiled(branches[i])(*operands)
+
+
+def run_while(args, cond, body, cond_nconsts, body_nconsts, compiled):
+    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
+    test, step = compiled(cond), compiled(body)
+    while bool(np.asarray(test(*cond_consts, *carry)[0])):
+        carry = step(*body_consts, *carry)
+    return carry
+
+
+def run_scan(args, body, num_consts, num_carry, length, reverse, compiled, empty):
+    consts, carry, xs = _split(args, num_consts, num_carry)
+    run = compiled(body)
+    ys = [empty((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
+    for k in range(length):
+        i = length - 1 - k if reverse else k
+        outs = run(*consts, *carry, *[x[i] for x in xs])
+        carry = outs[:num_carry]
+        for y, o in zip(ys, outs[num_carry:]):
+            y[i] = o
+    return carry + ys
 
 
 def _cond_jvp(primals, tangents, branches):
@@ -347,11 +375,8 @@ def _while_impl(*args, cond, body, cond_nconsts, body_nconsts):
                          lambda: while_text(cond, body, cond_nconsts, body_nconsts), args)
     if loop:        # the whole loop in one compiled Numba function
         return [np.asarray(c) for c in loop(*args)]
-    cond_consts, body_consts, carry = _split(args, cond_nconsts, body_nconsts)
-    test, step = _compiled(cond), _compiled(body)
-    while test(*cond_consts, *carry)[0]:
-        carry = step(*body_consts, *carry)
-    return [np.asarray(c) for c in carry]
+    return [np.asarray(c) for c in run_while(args, cond, body, cond_nconsts, body_nconsts,
+                                             _compiled)]
 
 
 def _while_jvp(primals, tangents, cond, body, cond_nconsts, body_nconsts):
@@ -478,16 +503,8 @@ def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
     loop = compiled_loop(body, params, lambda: scan_text(body, *params), args)
     if loop:        # the whole scan in one compiled Numba loop
         return [np.asarray(o) for o in loop(*args)]
-    consts, carry, xs = _split(args, num_consts, num_carry)
-    run = _compiled(body)
-    ys = [np.empty((length,) + a.shape, a.dtype) for a in body.out_avals[num_carry:]]
-    for k in range(length):
-        i = length - 1 - k if reverse else k
-        outs = run(*consts, *carry, *[x[i] for x in xs])
-        carry = outs[:num_carry]
-        for y, o in zip(ys, outs[num_carry:]):
-            y[i] = o
-    return [np.asarray(c) for c in carry] + ys
+    outs = run_scan(args, body, num_consts, num_carry, length, reverse, _compiled, np.empty)
+    return [np.asarray(o) for o in outs]
 
 
 def _scan_jvp(primals, tangents, body, num_consts, num_carry, length, reverse):

@@ -11,7 +11,7 @@ import weakref
 
 import numpy as np
 
-from ..array import Array
+from ..array import Array, CudaArray
 from .. import core
 from ..core import (Trace, Tracer, Primitive, ShapedArray, use_trace, current_trace,
                     bind_custom, get_aval, EVAL, _wrap)
@@ -297,7 +297,7 @@ class Jitted:
             # The fast path: Arrays in, nothing to transform. The key is cheap to
             # build and the compiled driver is called directly, without bind.
             try:
-                key = tuple([(a._value.shape, a._value.dtype) for a in args])
+                key = tuple([(type(a), a._value.shape, a._value.dtype) for a in args])
             except AttributeError:
                 key = None
             fast = self.fast.get(key)
@@ -308,10 +308,13 @@ class Jitted:
         (closed, out_tree), flat = self._stage(args, kwargs)
         out = tree_unflatten(out_tree, closed.call(*flat))
         if not kwargs and not self.static_argnums and core._current is EVAL \
-                and all(type(a) is Array for a in args) \
+                and all(isinstance(a, Array) for a in args) \
+                and len({a.device for a in args}) <= 1 \
                 and not any(isinstance(c, Tracer) for c in closed.consts):
-            key = tuple((a._value.shape, a._value.dtype) for a in args)
-            self.fast[key] = _fast_call(closed, out_tree)
+            key = tuple((type(a), a._value.shape, a._value.dtype) for a in args)
+            on_gpu = args and type(args[0]) is CudaArray
+            self.fast[key] = (_fast_cuda_call(closed, out_tree, args[0].device) if on_gpu
+                              else _fast_call(closed, out_tree))
         return out
 
     def lower(self, *args, **kwargs):
@@ -335,6 +338,21 @@ def _fast_call(closed, out_tree):
         def call(args):
             outs = run(*consts, *[a._value for a in args])
             return tree_unflatten(out_tree, [_wrap(o) for o in outs])
+    return call
+
+
+def _fast_cuda_call(closed, out_tree, device):
+    """The fast path for arguments on a GPU: the program's cuda executable on device
+    arrays, its host constants uploaded once."""
+    from ..kernels.cuda.lowering import compiled
+    from ..kernels.cuda.runtime import to_device
+    run = compiled(closed.program)
+    consts = [c._value if type(c) is CudaArray else to_device(np.asarray(c), device.id)
+              for c in closed.consts]
+
+    def call(args):
+        outs = run(*consts, *[a._value for a in args])
+        return tree_unflatten(out_tree, [CudaArray(o, device) for o in outs])
     return call
 
 

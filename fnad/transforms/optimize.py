@@ -5,7 +5,7 @@ Each pass maps a ClosedProgram to an equivalent one; `optimize` runs them in ord
 """
 import numpy as np
 
-from ..array import Array
+from ..array import Array, CudaArray
 from ..core import Tracer
 from ..program import Program, Literal, Var, Equation
 from .jit import ClosedProgram
@@ -44,7 +44,8 @@ def fold_constants(closed):
     program = closed.program
     known = {}
     for v, c in zip(program.invars, closed.consts):
-        if not isinstance(c, Tracer):
+        # Only host values fold: a GPU constant stays where it is.
+        if not isinstance(c, (Tracer, CudaArray)):
             known[v] = c._value if type(c) is Array else np.asarray(c)
     eqns, replace, extra = [], {}, []
 

@@ -62,15 +62,16 @@ def reduction_source(combine, identity, rank, axes, threads):
 
 
 @functools.lru_cache(maxsize=1024)
-def _kernel(prim, dtype, rank, axes):
-    identity_of, combine = prim.reduction
+def _kernel(reduction, dtype, rank, axes):
+    identity_of, combine = reduction
     identity = _literal(np.asarray(identity_of(dtype), dtype))
-    source = reduction_source(combine, identity, rank, axes, runtime.THREADS)
-    # Shared memory needs a compile-time type: the output's dtype from the array's.
-    return fused.load(source)
+    return fused.load(reduction_source(combine, identity, rank, axes, runtime.THREADS))
 
 
-def reduce(prim, x, axes, out_dtype):
+def reduce(prim, x, axes, out_dtype, reduction=None):
+    """x reduced over `axes` by `reduction` ((identity(dtype), combine format string over
+    {acc} and {x}); default: prim's own declaration) into a new device array."""
+    reduction = reduction or prim.reduction
     axes = tuple(sorted(axes))
     shape = tuple(x.shape)
     out_shape = tuple(n for d, n in enumerate(shape) if d not in axes)
@@ -81,7 +82,7 @@ def reduce(prim, x, axes, out_dtype):
     if x.size == 0:     # the cpu kernel's answer (or its error) for an empty operand
         return runtime.to_device(np.asarray(prim.impl(np.empty(shape, x.dtype), axes=axes),
                                             out_dtype))
-    kernel = _kernel(prim, np.dtype(out_dtype), len(shape), axes)
+    kernel = _kernel(reduction, np.dtype(out_dtype), len(shape), axes)
     blocks = min(cells, runtime.MAX_BLOCKS)
     kernel[blocks, runtime.THREADS](x, out, *shape)
     return out

@@ -58,7 +58,9 @@ def full(shape, value, dtype):
 
 
 def to_device(value, device_id=0):
-    value = np.ascontiguousarray(value)
+    value = np.asarray(value)
+    if not value.flags.c_contiguous:    # (np.ascontiguousarray would make 0-d 1-d)
+        value = value.copy(order="C")
     module = cuda()
     if device_id == 0:
         return module.to_device(value)
