@@ -83,7 +83,11 @@ def evaluate(prim, args, params):
     # The shape rule runs first: a kernel given mismatched shapes would read out of
     # bounds instead of raising.
     prim.abstract_eval(*avals, **params)
-    out = impl_for(prim)(*values, **params)
+    if device.id:   # kernels launch on the current GPU: make it the operands' one
+        with runtime.cuda().gpus[device.id]:
+            out = impl_for(prim)(*values, **params)
+    else:
+        out = impl_for(prim)(*values, **params)
     if prim.multiple_results:
         return [CudaArray(o, device) for o in out]
     return CudaArray(out, device)

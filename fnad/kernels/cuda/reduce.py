@@ -23,7 +23,7 @@ def _decompose(flat, dims, names, pad):
     return lines
 
 
-def reduction_source(combine, identity, rank, axes, threads):
+def reduction_source(combine, identity, rank, axes, threads, dtype):
     kept = [d for d in range(rank) if d not in axes]
     idx = [f"i{d}" for d in range(rank)]
     dims = [f"n{d}" for d in range(rank)]
@@ -32,7 +32,7 @@ def reduction_source(combine, identity, rank, axes, threads):
     out_index = ", ".join(idx[d] for d in kept) or "()"
     lines = [f"def kernel(in0, out0, {', '.join(dims)}):" if rank else
              "def kernel(in0, out0):",
-             f"    buf = cuda.shared.array({threads}, out0.dtype)",
+             f"    buf = cuda.shared.array({threads}, np.{np.dtype(dtype).name})",
              "    tid = cuda.threadIdx.x",
              "    cell = cuda.blockIdx.x",
              f"    cells = {cells}",
@@ -65,7 +65,8 @@ def reduction_source(combine, identity, rank, axes, threads):
 def _kernel(reduction, dtype, rank, axes):
     identity_of, combine = reduction
     identity = _literal(np.asarray(identity_of(dtype), dtype))
-    return fused.load(reduction_source(combine, identity, rank, axes, runtime.THREADS))
+    return fused.load(reduction_source(combine, identity, rank, axes, runtime.THREADS,
+                                       dtype))
 
 
 def reduce(prim, x, axes, out_dtype, reduction=None):
