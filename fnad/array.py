@@ -182,6 +182,10 @@ class CudaArray(Array):
         self._device = device
 
     @property
+    def shape(self):
+        return tuple(self._value.shape)    # (the simulator's shapes are not tuples)
+
+    @property
     def device(self):
         return self._device
 

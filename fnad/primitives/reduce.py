@@ -189,10 +189,12 @@ def _cumulative_shape(name, kinds="biuf"):
 
 
 def _along(impl):
+    # dtype: numpy widens small integers in cumsum/cumprod; the primitive keeps the
+    # operand's dtype, as its shape rule (and the compiled and GPU kernels) say.
     def run(x, axis, reverse):
         if reverse:
-            return np.flip(impl(np.flip(x, axis), axis=axis), axis)
-        return impl(x, axis=axis)
+            return np.flip(impl(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
+        return impl(x, axis=axis, dtype=x.dtype)
     return run
 
 
