@@ -1,9 +1,10 @@
 """Kernels for convolution and windowed reductions (pooling).
 
 Convolution works in one logical layout: lhs (N, C, *spatial), rhs (O, C / groups,
-*window), out (N, O, *spatial); operands may be any strided views of it. Two
-strategies, picked per call by the size of their intermediate (measured on 2 cores
-against direct Numba loops, which lost on the LeNet shapes):
+*window), out (N, O, *spatial); operands may be any strided views of it. Strategies,
+picked per call by the size of their intermediate and the operand's memory order
+(measured on 2 cores against direct Numba loops, which lost on the LeNet shapes
+except where noted):
 
 - gather (im2col): copy every input window into a patch matrix with numpy's strided
   copy and multiply by the kernel with BLAS, a cache-sized chunk at a time. Right
@@ -14,7 +15,10 @@ against direct Numba loops, which lost on the LeNet shapes):
 - scatter (col2im): multiply the kernel into every input position first, then add
   the products into the output with a Numba loop. Needs unit strides; right for the
   input gradient (a padded and dilated convolution), whose patch matrix would be
-  mostly padding and dilation zeros.
+  mostly padding and dilation zeros. A channels-last operand gets a channels-last
+  output, adding runs of window width * features.
+- long windows (the kernel gradient of a convolution with few input features):
+  few outputs, each a long dot product; a Numba loop reads the rows in place.
 
 Results may be transposed views (of a channels-last or batch-last buffer).
 
@@ -84,8 +88,17 @@ def conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, feature_
     # The scatter's additions cost about twice the gather's copies per element.
     if (all(s == 1 for s in window_strides) and len(window) <= 3
             and 2 * scatter_size < gather_size):
+        channels_last = np.moveaxis(lhs, 1, -1)
+        if (groups == 1 and len(window) == 2 and channels_last.flags.c_contiguous
+                and lhs_dilation == rhs_dilation == (1, 1)):
+            return _conv_scatter_channels_last(channels_last, rhs, padding, out_spatial,
+                                               dtype)
         return _conv_scatter(lhs, rhs, padding, lhs_dilation, rhs_dilation, groups,
                              out_spatial, dtype)
+    if (groups == 1 and len(window) == 2 and dtype.kind == "f"
+            and window_strides == lhs_dilation == rhs_dilation == (1, 1)
+            and kernel_size >= max(256, 8 * int(np.prod(out_spatial)))):
+        return _conv_long_window(lhs, rhs, padding, out_spatial, dtype)
     # A channels-last operand (fnad.nn's NHWC) copies each window row as one run of
     # window width * features: faster than the channels-first copy when that run
     # is longer than an output row (conv2 of LeNet: 1.8x, measured). The kernel
@@ -199,6 +212,60 @@ def _conv_gather_batch_last(x, rhs, strides, padding, lhs_dilation, rhs_dilation
     return np.moveaxis(out, (-2, -1), (0, 1))
 
 
+def _conv_long_window(lhs, rhs, padding, out_spatial, dtype):
+    """A few outputs per example, each a long dot product (the kernel gradient of a
+    convolution with few input features: LeNet's first, 5x5 outputs of 24x24
+    windows): dot products over rows laid end to end, with no patch copies
+    (1.6x faster than the chunked gather, measured). The kernel's rows are padded
+    to the lhs's width W, so output (i, j) is the dot product of the padded kernel
+    with the flattened lhs from i * W + j on."""
+    x = np.ascontiguousarray(dilate_pad(lhs, padding, lead=2), dtype)
+    m, c, h, w = x.shape
+    o, _, ka, kb = rhs.shape
+    span = (ka - 1) * w + kb
+    kernel = np.zeros((o, c, ka, w), dtype)
+    kernel[:, :, :, :kb] = rhs
+    kernel = np.ascontiguousarray(kernel.reshape(o, c, ka * w)[:, :, :span])
+    starts = (np.arange(out_spatial[0])[:, None] * w + np.arange(out_spatial[1])).ravel()
+    out = np.empty((m * o, starts.size), dtype)
+    _by_rows(_dot_rows, out, x.reshape(m, c, h * w), kernel, starts,
+             work=kernel.size * out.size)
+    return out.reshape((m, o) + tuple(out_spatial))
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _dot_rows(out, lhs, kernel, starts, t0, t1):
+    """out[m * O + o, q] = sum over c, p of lhs[m, c, starts[q] + p] * kernel[o, c, p].
+    Five outputs at a time share each kernel load; reassociation lets LLVM
+    vectorize the sums (unsigned indices: no negative-index wraparound to block it)."""
+    count, span, q_all = kernel.shape[0], kernel.shape[2], starts.shape[0]
+    zero = np.zeros(1, out.dtype)[0]
+    for t in range(t0, t1):
+        m, o = t // count, t % count
+        for q in range(0, q_all - 4, 5):
+            a0 = a1 = a2 = a3 = a4 = zero
+            s0, s1, s2, s3, s4 = starts[q], starts[q + 1], starts[q + 2], starts[q + 3], \
+                starts[q + 4]
+            for c in range(lhs.shape[1]):
+                row, k = lhs[m, c], kernel[o, c]
+                for p in range(span):
+                    v = k[p]
+                    a0 += v * row[np.uint64(s0 + p)]
+                    a1 += v * row[np.uint64(s1 + p)]
+                    a2 += v * row[np.uint64(s2 + p)]
+                    a3 += v * row[np.uint64(s3 + p)]
+                    a4 += v * row[np.uint64(s4 + p)]
+            out[t, q], out[t, q + 1], out[t, q + 2], out[t, q + 3], out[t, q + 4] = \
+                a0, a1, a2, a3, a4
+        for q in range(q_all - q_all % 5, q_all):
+            a0 = zero
+            for c in range(lhs.shape[1]):
+                row, k = lhs[m, c], kernel[o, c]
+                for p in range(span):
+                    a0 += k[p] * row[np.uint64(starts[q] + p)]
+            out[t, q] = a0
+
+
 def _patch_matmul(w, windows, transposed, out):
     """out = w @ patches, the patches copied from windows (m, G, c, *window, *out)."""
     m, groups = windows.shape[:2]
@@ -235,6 +302,46 @@ def _conv_scatter(lhs, rhs, padding, lhs_dilation, rhs_dilation, groups, out_spa
     out = np.zeros((o,) + pad3 + tuple(out_spatial) + (n,), dtype)
     _col2im(products, ranges[0], ranges[1], ranges[2], out)
     return np.moveaxis(out.reshape((o,) + tuple(out_spatial) + (n,)), -1, 0)
+
+
+def _conv_scatter_channels_last(x, rhs, padding, out_spatial, dtype):
+    """x is (N, H, W, C), 2-d windows, unit strides and dilations: one matmul gives
+    every input position's products with the kernel, (N, H, W, KH, KW, O), then the
+    additions run over rows of KW * O contiguous values into a channels-last output
+    (1.6x faster than the batch-last scatter on LeNet's input gradient, and the
+    max pool's backward then reads it in memory order). Returned as (N, O, OH, OW)."""
+    n, h, w, c = x.shape
+    o, _, kh, kw = rhs.shape
+    # Window columns reversed, so each input position's KW products land on
+    # increasing output columns.
+    kernel = np.moveaxis(rhs[:, :, :, ::-1], 0, -1).reshape(c, kh * kw * o)
+    products = np.matmul(x.reshape(n * h * w, c), kernel).reshape(n, h, w, kh, kw * o)
+    out = np.zeros((n,) + tuple(out_spatial) + (o,), dtype)
+    _by_rows(_col2im_channels_last, products, padding[0][0], padding[1][0] - (kw - 1), o,
+             out.reshape(n, out_spatial[0], -1))
+    return np.moveaxis(out, -1, 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _col2im_channels_last(products, lo_h, lo_w, o, out, n0, n1):
+    """out[n, y + lo_h - a, (x + lo_w + t) * o + f] += products[n, y, x, a, t * o + f]
+    where the output has such a position. (Unsigned indices: Numba's wraparound of
+    negative indices would keep LLVM from vectorizing the additions, 2.6x, measured.)"""
+    h, w, ka, run = products.shape[1:]
+    rows, width = out.shape[1], out.shape[2]
+    for n in range(n0, n1):
+        for y in range(h):
+            for a in range(ka):
+                i = y + lo_h - a
+                if i < 0 or i >= rows:
+                    continue
+                dst = out[n, i]
+                for x in range(w):
+                    src = products[n, y, x, a]
+                    shift = (x + lo_w) * o
+                    start, stop = max(0, -shift), min(run, width - shift)
+                    for e in range(np.uint64(start), np.uint64(max(start, stop))):
+                        dst[np.uint64(shift + e)] += src[e]
 
 
 @functools.lru_cache(maxsize=512)
@@ -353,8 +460,9 @@ class _Windows:
     """The padded operand as a table, with the window tables, for the kernels."""
 
     def __init__(self, x, window, strides, padding, fill):
-        x, (window, strides, self.padding), self.perm = _in_memory_order(
+        x, (self.window, self.strides, self.padding), self.perm = _in_memory_order(
             x, window, strides, padding)
+        window, strides = self.window, self.strides
         xp = np.ascontiguousarray(dilate_pad(x, self.padding, fill=fill))
         (table_shape, self.starts, self.offsets, self.step, self.out3,
          self.out_shape) = _window_tables(xp.shape, window, strides)
@@ -369,7 +477,8 @@ class _Windows:
     def select(self, op):
         chosen = np.zeros(self.out3, np.int64)
         if chosen.size:
-            _select_rows(self.table, self.starts, self.offsets, self.step, op == MAX, chosen)
+            _by_rows(_select_rows, self.table, self.starts, self.offsets, self.step,
+                     op == MAX, chosen)
         return chosen.reshape(self.out3[0], -1) if chosen.size else chosen.reshape(
             self.out3[0], 0)
 
@@ -392,7 +501,7 @@ def reduce_window(x, op, window, strides, padding):
     w = _Windows(x, window, strides, padding, identity(op, x.dtype))
     out = np.empty(w.out3, x.dtype)
     if out.size:
-        _reduce_rows(w.table, w.starts, w.offsets, w.step, op, out)
+        _by_rows(_reduce_rows, w.table, w.starts, w.offsets, w.step, op, out)
     return w.restore(out)
 
 
@@ -411,11 +520,17 @@ def select_and_gather(t, x, op, window, strides, padding):
 def select_and_scatter(g, x, op, window, strides, padding):
     """The transpose of select_and_gather: each window's g added at its chosen position."""
     w = _Windows(x, window, strides, padding, identity(op, x.dtype))
-    chosen = w.select(op)
-    acc = np.zeros(w.shape, g.dtype)
-    if chosen.size:
-        _scatter_add_rows(acc.reshape(w.table.shape), chosen,
-                          np.ascontiguousarray(g.transpose(w.perm)).reshape(chosen.shape))
+    # Windows that tile the padded operand (LeNet's 2x2 pools) write every position
+    # once, zeros included: no cleared buffer, no read-modify-write.
+    tiled = all(k == s and n == m * k for n, k, s, m in zip(
+        w.shape, w.window, w.strides, w.out_shape))
+    acc = (np.empty if tiled else np.zeros)(w.shape, g.dtype)
+    if w.starts.size and w.out3[2]:
+        values = np.ascontiguousarray(g.transpose(w.perm)).reshape(w.out3)
+        _by_rows(_select_scatter_rows, w.table, w.starts, w.offsets, w.step, op == MAX,
+                 values, acc.reshape(w.table.shape), tiled)
+    elif tiled:
+        acc[...] = 0
     # Back from padded coordinates: crop the padding, re-insert cropped positions.
     inner = tuple(slice(max(lo, 0), n - max(hi, 0)) for n, (lo, hi) in zip(w.shape, w.padding))
     out = dilate_pad(acc[inner], [(-min(lo, 0), -min(hi, 0)) for lo, hi in w.padding])
@@ -424,16 +539,30 @@ def select_and_scatter(g, x, op, window, strides, padding):
     return out if perm == tuple(range(out.ndim)) else out.transpose(np.argsort(perm))
 
 
-# The kernels walk the last output axis innermost, `step` elements apart, so each
-# window element is one strided pass, and store unconditionally (a select, not a
-# branch on random data): 4-7x faster than one window at a time with branches on
-# LeNet's pooling (measured).
+# Windowed kernels on at least this many operand elements split their rows between
+# threads (the fused loop nests' threshold, measured on 2 cores; the kernels release
+# the GIL).
+PARALLEL_MIN_ELEMENTS = 1 << 17
 
-@numba.njit(cache=True)
-def _reduce_rows(table, starts, offsets, step, op, out):
+
+def _by_rows(kernel, table, *args, work=None):
+    """kernel(table, *args, r0, r1) over the table's rows, on all cores when large
+    (`work`: the elements touched, if not the table's size)."""
+    from .chunked import run_blocks
+    run_blocks(lambda r0, r1: kernel(table, *args, r0, r1), table.shape[0],
+               parallel=(table.size if work is None else work) >= PARALLEL_MIN_ELEMENTS)
+
+
+# _reduce_rows walks the last output axis innermost, `step` elements apart, so each
+# window element is one strided pass, and stores unconditionally (a select, not a
+# branch on random data): 4-7x faster than one window at a time with branches on
+# LeNet's pooling (measured). Selection goes the other way (below).
+
+@numba.njit(cache=True, nogil=True)
+def _reduce_rows(table, starts, offsets, step, op, out, r0, r1):
     """out[r, p, j] = the reduction over q of table[r, starts[p] + j * step + offsets[q]]."""
     width = out.shape[2]
-    for r in range(table.shape[0]):
+    for r in range(r0, r1):
         row = table[r]
         for p in range(starts.shape[0]):
             acc = out[r, p]
@@ -455,12 +584,15 @@ def _reduce_rows(table, starts, offsets, step, op, out):
                         acc[j] = v if (v < a) | (v != v) else a
 
 
-@numba.njit(cache=True)
-def _select_rows(table, starts, offsets, step, is_max, chosen):
-    """The offset in its table row of each window's first maximum (or minimum); the
-    first NaN wins. (Window innermost here, with scalar accumulators: 3x faster than
-    the strided passes the reductions use, measured.)"""
-    for r in range(table.shape[0]):
+# Selection keeps the window innermost with scalar accumulators: 3x faster than the
+# strided passes with per-lane arrays of extremes and positions (measured). A value
+# replaces the running extreme `b` when b is not NaN and v is not on b's side of it
+# (v beyond b, or v NaN): the first extreme wins, and the first NaN.
+
+@numba.njit(cache=True, nogil=True)
+def _select_rows(table, starts, offsets, step, is_max, chosen, r0, r1):
+    """The offset in its table row of each window's first maximum (or minimum)."""
+    for r in range(r0, r1):
         row = table[r]
         for p in range(starts.shape[0]):
             at = chosen[r, p]
@@ -471,14 +603,37 @@ def _select_rows(table, starts, offsets, step, is_max, chosen):
                 for q in range(1, offsets.shape[0]):
                     i = base + offsets[q]
                     v = row[i]
-                    take = ((v > best) if is_max else (v < best)) | ((v != v) & (best == best))
+                    take = (best == best) and not ((v <= best) if is_max else (v >= best))
                     best = v if take else best
                     best_at = i if take else best_at
                 at[j] = best_at
 
 
-@numba.njit(cache=True)
-def _scatter_add_rows(acc, chosen, values):
-    for r in range(chosen.shape[0]):
-        for p in range(chosen.shape[1]):
-            acc[r, chosen[r, p]] += values[r, p]
+@numba.njit(cache=True, nogil=True)
+def _select_scatter_rows(table, starts, offsets, step, is_max, values, out, tiled, r0, r1):
+    """out[r, offset of the first extreme of window (p, j)] += values[r, p, j]. When
+    the windows tile the table, out is written whole instead: each window's other
+    positions get zeros (stored unconditionally, no branch on the data)."""
+    zero = np.zeros(1, out.dtype)[0]
+    for r in range(r0, r1):
+        row, dst, src = table[r], out[r], values[r]
+        for p in range(starts.shape[0]):
+            g = src[p]
+            for j in range(g.shape[0]):
+                base = starts[p] + j * step
+                best_at = base + offsets[0]
+                best = row[best_at]
+                if tiled:
+                    dst[best_at] = zero
+                for q in range(1, offsets.shape[0]):
+                    i = base + offsets[q]
+                    v = row[i]
+                    take = (best == best) and not ((v <= best) if is_max else (v >= best))
+                    best = v if take else best
+                    best_at = i if take else best_at
+                    if tiled:
+                        dst[i] = zero
+                if tiled:
+                    dst[best_at] = g[j]
+                else:
+                    dst[best_at] += g[j]
