@@ -209,7 +209,10 @@ def _choose_kernel(x, chosen, is_max, init, zero, shape, window, out_shape, stri
 def _windows_over(p, k, stride, count):
     """The first and last of `count` windows (size k, `stride` apart) holding padded
     position p; last < first when none does."""
-    return max(0, -((k - 1 - p) // stride)), min(count - 1, p // stride)
+    # (numba.cuda does not type the two-argument builtins max and min)
+    first = -((k - 1 - p) // stride)
+    last = p // stride
+    return (first if first > 0 else 0), (last if last < count - 1 else count - 1)
 
 
 @cuda.jit(cache=True)
@@ -225,7 +228,9 @@ def _scatter_kernel(g, chosen, out, zero, shape, window, out_shape, strides, pad
             first, last = _windows_over(rest % shape[e] + pad_lo[e], window[e], strides[e],
                                         out_shape[e])
             rest //= shape[e]
-            windows *= max(0, last - first + 1)
+            if last < first:
+                windows = 0
+            windows *= last - first + 1
         acc = zero
         for k in range(windows):
             w = 0

@@ -95,7 +95,8 @@ def _matmul_kernel(a, b, out, zero):
                     if col < n and start + ty < k:
                         tile_b[ty, tx] = b[z, start + ty, col]
                     cuda.syncthreads()
-                    for j in range(min(TILE, k - start)):
+                    # (numba.cuda does not type the two-argument builtin min)
+                    for j in range(TILE if k - start > TILE else k - start):
                         acc += (zero + tile_a[ty, j]) * tile_b[j, tx]
                     cuda.syncthreads()
                 if row < m and col < n:

@@ -15,11 +15,14 @@ from ...program import Equation, Var
 from ..cpu.lowering import Group, KernelSource, import_generated
 from . import runtime
 
+# The names scalar expressions use, bound to device functions: `np` is
+# device_numpy, `kernels` and `max`/`min` come from scalar_functions.
 HEADER = """import math
 import numba
-import numpy as np
 from numba import cuda
+from fnad.kernels.cuda import device_numpy as np
 from fnad.kernels.cuda import scalar_functions as kernels
+from fnad.kernels.cuda.scalar_functions import maximum as max, minimum as min
 
 
 """
