@@ -1,7 +1,47 @@
 """Test session setup. The cuda tests (marker `cuda`) run on numba's CUDA simulator
 unless FNAD_TEST_CUDA=gpu asks for a real GPU; the simulator must be chosen before
-numba.cuda is first imported, hence here."""
+numba.cuda is first imported, hence here.
+
+The simulator runs kernels as Python, so it accepts code that numba.cuda cannot
+compile for a GPU. Every kernel launch is therefore recorded (function and argument
+types), and tests/test_zz_kernels_compile_for_gpus.py, which runs last, compiles each
+for a real GPU architecture (this needs only NVVM, no GPU)."""
 import os
 
-if os.environ.get("FNAD_TEST_CUDA") != "gpu":
+import numpy as np
+
+SIMULATED = os.environ.get("FNAD_TEST_CUDA") != "gpu"
+if SIMULATED:
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+# (module, qualified name, module file, argument types) of each simulated kernel launch
+LAUNCHES = set()
+
+
+def _argument_type(a):
+    """A JSON-able description of a kernel argument's numba type."""
+    from numba import typeof
+    a = getattr(a, "_ary", a)      # the simulator's device arrays wrap numpy arrays
+    if isinstance(a, np.ndarray):
+        return ("array", a.dtype.str, a.ndim, "C" if a.flags.c_contiguous else "A")
+    if isinstance(a, tuple):
+        return ("tuple", tuple(_argument_type(x) for x in a))
+    return ("scalar", str(typeof(a)))
+
+
+def pytest_configure(config):
+    if not SIMULATED or os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        return
+    import sys
+    from numba.cuda.simulator import kernel as simulated
+    launch = simulated.FakeCUDAKernel.__call__
+
+    def recording_launch(self, *args):
+        if not self._device:
+            fn = self.fn
+            module = getattr(fn, "__module__", None)
+            LAUNCHES.add((module, fn.__qualname__,
+                          getattr(sys.modules.get(module), "__file__", None),
+                          tuple(_argument_type(a) for a in args)))
+        return launch(self, *args)
+    simulated.FakeCUDAKernel.__call__ = recording_launch
