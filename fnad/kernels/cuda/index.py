@@ -28,31 +28,12 @@ CLIP, FILL = cpu.CLIP, cpu.FILL
 SET, ADD, MUL, MIN, MAX = cpu.SET, cpu.ADD, cpu.MUL, cpu.MIN, cpu.MAX
 
 
-@cuda.jit(device=True, inline=True)
-def _row(i, n, mode):
-    """An index in [-n, 0) counts from the end; other out-of-range ones are clamped
-    (CLIP) or give -1 (FILL)."""
-    i = int64(i)
-    if i < 0:
-        i += n
-    if i < 0 or i >= n:
-        if mode == CLIP:
-            return 0 if i < 0 else n - 1
-        return -1
-    return i
-
-
-@cuda.jit(device=True, inline=True)
-def _combine(current, update, op):
-    if op == SET:
-        return update
-    if op == ADD:
-        return current + update
-    if op == MUL:
-        return current * update
-    if op == MIN:   # NaN propagates, as in np.minimum
-        return current if (current < update or current != current) else update
-    return current if (current > update or current != current) else update
+# The index rules and update combinations are the cpu kernels' Numba functions, which
+# numba.cuda compiles for the device too: one definition serves both backends. The
+# simulator runs kernels as Python, so there they are the Python functions (the cpu
+# target has no float16).
+_row, _combine = ((cpu._row.py_func, cpu._combine.py_func) if runtime.simulated()
+                  else (cpu._row, cpu._combine))
 
 
 @cuda.jit(cache=True)
