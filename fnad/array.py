@@ -50,14 +50,17 @@ def devices(platform=None):
 
 
 def device_put(x, device=None):
-    """A copy of one array's value on `device` (default: the cpu), as an Array."""
+    """A copy of one array's value on `device`, as an Array. Without a device: on the
+    cpu, uncommitted (free to follow a GPU operand), as in JAX."""
+    committed = device is not None
     device = CPU if device is None else device
     if not isinstance(device, Device) or device not in devices(device.platform):
         raise DeviceError(f"device_put: {device!r} is not one of fnad.devices() "
                           f"({devices()})")
     if device.platform == "cpu":
         out = Array(np.array(x))     # copies from the host or the GPU
-        out._committed = True
+        if committed:
+            out._committed = True
         return out
     from .kernels.cuda.runtime import to_device
     if type(x) is CudaArray and x.device == device:
@@ -73,7 +76,7 @@ def immutable_error():
 
 
 class Array:
-    # _committed: set (only) on arrays device_put to the cpu explicitly. Other cpu
+    # _committed: set (only) on arrays device_put to the cpu by name. Other cpu
     # Arrays, like JAX's uncommitted ones, follow a GPU operand onto its device.
     __slots__ = ("_value", "_committed")
     __array_priority__ = 100

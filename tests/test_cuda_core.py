@@ -57,6 +57,7 @@ def test_arrays_on_two_devices_do_not_mix():
         xg + committed
     # Values made without a device follow the GPU operand, as in JAX.
     np.testing.assert_array_equal(host(xg + fnp.arange(3.0)), [1, 2, 3])
+    np.testing.assert_array_equal(host(xg + fnad.device_put(np.ones(3, np.float32))), 2)
     np.testing.assert_array_equal(host(xg * 2), [2, 2, 2])
 
 
