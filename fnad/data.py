@@ -14,15 +14,16 @@ differently by passing a new key (``fnad.random.split``) or seed (``seed + epoch
 The permutation comes from numpy's Generator seeded with the key's uint32 words (an
 int seed stands for ``fnad.random.key(seed)``), so it does not depend on how
 fnad.random draws numbers. With ``prefetch=k`` a background thread
-gathers up to k batches ahead (numpy work only, never fnad operations, so it cannot
-interfere with a transform running in the main thread).
+gathers up to k batches ahead (numpy work and copies to a GPU only, never fnad
+operations, so it cannot interfere with a transform running in the main thread).
+Leaves on a GPU give batches on that GPU (gathered from a host copy).
 """
 import queue
 import threading
 
 import numpy as np
 
-from .array import Array
+from .array import Array, CudaArray, device_put
 from . import dtypes
 from .errors import ShapeError
 from .tree_util import tree_flatten, tree_unflatten
@@ -39,6 +40,8 @@ def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0):
     """
     leaves, treedef = tree_flatten(data)
     arrays = [_as_numpy(leaf, i, treedef) for i, leaf in enumerate(leaves)]
+    # Leaves on a GPU are gathered on the host and their batches put back there.
+    places = [leaf.device if isinstance(leaf, CudaArray) else None for leaf in leaves]
     n = _num_examples(arrays, treedef)
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
@@ -49,7 +52,7 @@ def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0):
     order = np.arange(n) if key is None else _permutation(n, key)
     stop = n - n % batch_size if drop_last else n
     bounds = [(i, min(i + batch_size, n)) for i in range(0, stop, batch_size)]
-    return Batches(arrays, treedef, order, bounds, int(prefetch))
+    return Batches(arrays, places, treedef, order, bounds, int(prefetch))
 
 
 def num_batches(num_examples, batch_size, drop_last=False):
@@ -62,8 +65,8 @@ class Batches:
     """The iterator `batches` returns: has a len(), and stops its prefetch thread
     when closed, exhausted, used as a context manager, or garbage collected."""
 
-    def __init__(self, arrays, treedef, order, bounds, prefetch):
-        self._arrays, self._treedef = arrays, treedef
+    def __init__(self, arrays, places, treedef, order, bounds, prefetch):
+        self._arrays, self._places, self._treedef = arrays, places, treedef
         self._order, self._bounds = order, bounds
         self._prefetch = prefetch
         self._next = 0                  # index of the next batch (no prefetch)
@@ -86,7 +89,8 @@ class Batches:
                 raise StopIteration
             begin, end = self._bounds[self._next]
             self._next += 1
-            return _gather(self._arrays, self._treedef, self._order[begin:end])
+            return _gather(self._arrays, self._places, self._treedef,
+                           self._order[begin:end])
         if self._thread is None:
             self._start()
         item = self._queue.get()
@@ -104,8 +108,8 @@ class Batches:
         # lets it be collected (and __del__ stop the thread).
         self._thread = threading.Thread(
             target=_produce, name="fnad.data.batches prefetch", daemon=True,
-            args=(self._arrays, self._treedef, self._order, self._bounds, self._queue,
-                  self._stop))
+            args=(self._arrays, self._places, self._treedef, self._order, self._bounds,
+                  self._queue, self._stop))
         self._thread.start()
 
     def close(self):
@@ -135,12 +139,12 @@ class _Failure:
 _DONE = object()
 
 
-def _produce(arrays, treedef, order, bounds, out, stop):
+def _produce(arrays, places, treedef, order, bounds, out, stop):
     """The prefetch thread: put each batch, then _DONE (or a _Failure) on `out`."""
     try:
         for begin, end in bounds:
-            if stop.is_set() or not _put(out, _gather(arrays, treedef, order[begin:end]),
-                                         stop):
+            batch = _gather(arrays, places, treedef, order[begin:end])
+            if stop.is_set() or not _put(out, batch, stop):
                 return
         _put(out, _DONE, stop)
     except BaseException as e:  # noqa: BLE001 (handed to the consumer, who re-raises it)
@@ -158,9 +162,12 @@ def _put(out, item, stop):
     return False
 
 
-def _gather(arrays, treedef, indices):
+def _gather(arrays, places, treedef, indices):
     # Fancy indexing copies, so the batch never aliases the caller's (mutable) arrays.
-    return tree_unflatten(treedef, [Array(np.take(a, indices, axis=0)) for a in arrays])
+    return tree_unflatten(treedef, [
+        Array(np.take(a, indices, axis=0)) if device is None
+        else device_put(np.take(a, indices, axis=0), device)
+        for a, device in zip(arrays, places)])
 
 
 def _as_numpy(leaf, index, treedef):

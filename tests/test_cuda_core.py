@@ -41,6 +41,18 @@ def test_devices_and_placement():
     assert fnad.block_until_ready(tree) is tree
 
 
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_batches_of_gpu_data_stay_on_the_gpu(prefetch):
+    x = np.arange(10.0).reshape(5, 2)
+    y = np.arange(5)
+    seen = []
+    for bx, by in fnad.data.batches((to_gpu(x), y), 2, key=3, prefetch=prefetch):
+        assert type(by) is fnad.Array
+        np.testing.assert_array_equal(host(bx), x[np.asarray(by)])
+        seen += np.asarray(by).tolist()
+    assert sorted(seen) == list(range(5))
+
+
 def test_device_put_rejects_unknown_devices():
     with pytest.raises(DeviceError, match="not one of fnad.devices"):
         fnad.device_put(np.ones(2), fnad.array.Device("cuda", 7))

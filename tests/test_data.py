@@ -130,11 +130,11 @@ def test_prefetch_propagates_errors(monkeypatch):
     real_gather = data._gather
     calls = []
 
-    def flaky(arrays, treedef, indices):
+    def flaky(*args):
         calls.append(1)
         if len(calls) == 3:
             raise RuntimeError("bad batch")
-        return real_gather(arrays, treedef, indices)
+        return real_gather(*args)
     monkeypatch.setattr(data, "_gather", flaky)
     it = data.batches(np.arange(40), 4, prefetch=2)
     assert np.asarray(next(it)).tolist() == [0, 1, 2, 3]
