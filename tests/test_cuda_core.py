@@ -184,6 +184,15 @@ def test_jit_lowers_to_fused_gpu_kernels_and_caches_them():
     # exp, mul, add in one kernel; the sum a tree reduction; the scaling a second kernel
     assert len(exe.kernel_sources) == 2 and "np.exp" in exe.kernel_sources[0]
     assert jf.trace_count == 1
+    # Kernels live on disk beside the cpu ones, keyed by their source.
+    import os
+    from fnad.kernels.cpu.lowering import cache_dir
+    kernels = [step[0].kernel for step in exe.steps if hasattr(step[0], "kernel")]
+    assert len(kernels) == 2
+    for kernel in kernels:      # (the simulator's kernels keep the function as .fn)
+        fn = getattr(kernel, "py_func", None) or kernel.fn
+        path = os.path.join(cache_dir(), fn.__module__ + ".py")
+        assert os.path.exists(path) and "@cuda.jit(cache=True)" in open(path).read()
 
 
 def test_control_flow_on_the_gpu():
