@@ -41,16 +41,17 @@ def test_channels_last_scatter(padding, dtype, monkeypatch):
 
 @pytest.mark.parametrize("padding", [((0, 0), (0, 0)), ((1, 0), (2, 1))])
 @pytest.mark.parametrize("out_w", [5, 3, 7])
-def test_long_window_dot_products(padding, out_w):
+@pytest.mark.parametrize("features", [4, 3])
+def test_long_window_dot_products(padding, out_w, features):
     """The kernel gradient of a convolution with one input feature: 1 x N lhs, an
     O x N x 20 x 22 "kernel" (the output gradient), a few outputs; any number of
-    outputs per row (blocks of five and the rest)."""
+    outputs per row (blocks of five and the rest), kernels in pairs and one left."""
     rng = np.random.default_rng(1)
     lhs = rng.standard_normal((2, 3, 22 + 4 - sum(padding[0]),
                                22 + out_w - 1 - sum(padding[1])))
-    rhs = rng.standard_normal((4, 3, 23, 22))
+    rhs = rng.standard_normal((features, 3, 23, 22))
     out = kernels.conv(lhs, rhs, *_args(padding))
-    assert out.shape == (2, 4, 4, out_w)
+    assert out.shape == (2, features, 4, out_w)
     np.testing.assert_allclose(out, ref_conv(lhs, rhs, (1, 1), padding), rtol=1e-10,
                                atol=1e-10)
     # The same through the path the other sizes take.
@@ -116,3 +117,37 @@ def test_lenet_like_grads_large_enough_for_threads(monkeypatch):
     jx, jw = fnad.jit(fnad.grad(f, argnums=(0, 1)))(x, w)
     np.testing.assert_allclose(np.asarray(jx), np.asarray(gx), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(np.asarray(jw), np.asarray(gw), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape,window", [
+    ((3, 6, 4, 5), (1, 2, 2, 1)),       # NHWC, 2x2 pooling
+    ((2, 3, 4, 6, 2), (1, 1, 2, 2, 1)),   # two leading axes
+    ((6, 4, 3), (2, 2, 1)),             # no leading axis
+])
+def test_pairs_of_rows_pooling(dtype, shape, window, monkeypatch):
+    """2x2 windows tiling two adjacent axes take the unrolled kernels; they agree with
+    the general kernels on every reduction and selection, NaN, infinities and ties
+    included (inf - inf sends a window without NaN down the kernels' NaN branch)."""
+    rng = np.random.default_rng(4)
+    x = np.round(rng.standard_normal(shape), 1).astype(dtype)
+    x.ravel()[::13] = np.nan
+    x.ravel()[5::11] = np.inf
+    x.ravel()[7::11] = -np.inf
+    padding = ((0, 0),) * len(shape)
+    g = rng.standard_normal(tuple(n // k for n, k in zip(shape, window))).astype(dtype)
+    assert kernels._pairs_of_rows(x, window, window, padding) is not None
+    fast = [kernels.reduce_window(x, op, window, window, padding)
+            for op in (kernels.SUM, kernels.MAX, kernels.MIN)]
+    fast += [kernels.select_and_scatter(g, x, op, window, window, padding)
+             for op in (kernels.MAX, kernels.MIN)]
+    monkeypatch.setattr(kernels, "_pairs_of_rows", lambda *a: None)
+    general = [kernels.reduce_window(x, op, window, window, padding)
+               for op in (kernels.SUM, kernels.MAX, kernels.MIN)]
+    general += [kernels.select_and_scatter(g, x, op, window, window, padding)
+                for op in (kernels.MAX, kernels.MIN)]
+    for a, b in zip(fast, general):
+        assert a.dtype == b.dtype == dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)
+    np.testing.assert_array_equal(fast[3], ref_select_and_scatter(g, x, kernels.MAX, window,
+                                                                  window))

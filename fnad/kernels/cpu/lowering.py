@@ -29,9 +29,11 @@ from ...program import Literal
 from . import chunked
 
 _executables = weakref.WeakKeyDictionary()
-# Loop nests at least this large are split across threads (measured on 2 cores: below
-# about this size the thread start-up costs more than it saves).
-PARALLEL_MIN_ELEMENTS = 1 << 17
+# Loop nests at least this large are split across threads. Measured on 2 cores inside
+# whole jitted steps (W2's MLP, W4's LeNet), splitting nests of 2^17-2^20 elements
+# made the step no faster or slower (waking the other core between kernels costs
+# more than it saves there); W3's 10M-element nest gains.
+PARALLEL_MIN_ELEMENTS = 1 << 22
 # Groups calling exp, sin, tanh... on at least this many elements run block by block
 # through numpy's SIMD ufuncs, which beat Numba's scalar libm calls from here on
 # (each ufunc call costs about a microsecond, each scalar libm call 10-20 ns).
