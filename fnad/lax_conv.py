@@ -17,7 +17,7 @@ import numpy as np
 
 from .core import Tracer
 from .errors import ShapeError, DTypeError
-from .kernels.cpu import conv as _K
+from .kernels.cpu import window as _K
 from .primitives import conv as _C
 from .primitives import shape as _S
 from .primitives.elementwise import convert_element_type_p, max_p, min_p, add_p

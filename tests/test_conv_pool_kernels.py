@@ -7,7 +7,7 @@ import pytest
 
 import fnad
 from fnad import lax_conv as lc
-from fnad.kernels.cpu import conv as kernels
+from fnad.kernels.cpu import conv as kernels, window as pooling
 from fnad.test_util import check_grads
 
 from test_conv import ref_conv
@@ -70,14 +70,14 @@ def ref_select_and_scatter(g, x, op, window, strides):
         sl = tuple(slice(i * s, i * s + k) for i, s, k in zip(idx, strides, window))
         values = x[sl].ravel()
         nan = np.flatnonzero(np.isnan(values))
-        at = nan[0] if nan.size else (np.argmax(values) if op == kernels.MAX
+        at = nan[0] if nan.size else (np.argmax(values) if op == pooling.MAX
                                       else np.argmin(values))
         pos = np.unravel_index(at, window)
         out[tuple(s.start + p for s, p in zip(sl, pos))] += g[idx]
     return out
 
 
-@pytest.mark.parametrize("op", [kernels.MAX, kernels.MIN])
+@pytest.mark.parametrize("op", [pooling.MAX, pooling.MIN])
 @pytest.mark.parametrize("shape,window,strides", [
     ((3, 6, 4, 5), (1, 2, 2, 1), (1, 2, 2, 1)),     # tiles: every position written once
     ((3, 7, 4, 5), (1, 2, 2, 1), (1, 2, 2, 1)),     # a leftover row
@@ -91,12 +91,12 @@ def test_select_and_scatter_paths(op, shape, window, strides):
     out_shape = tuple(kernels.out_size(n, k, s, 0, 0)
                       for n, k, s in zip(shape, window, strides))
     g = rng.standard_normal(out_shape)
-    out = kernels.select_and_scatter(g, x, op, window, strides, padding)
+    out = pooling.select_and_scatter(g, x, op, window, strides, padding)
     np.testing.assert_allclose(out, ref_select_and_scatter(g, x, op, window, strides),
                                rtol=1e-12, atol=1e-12)
     # A transposed operand (channels-first memory) gives the same.
     xt = np.ascontiguousarray(x.transpose(0, 3, 1, 2)).transpose(0, 2, 3, 1)
-    np.testing.assert_allclose(kernels.select_and_scatter(g, xt, op, window, strides, padding),
+    np.testing.assert_allclose(pooling.select_and_scatter(g, xt, op, window, strides, padding),
                                out, rtol=1e-12, atol=1e-12)
 
 
@@ -136,18 +136,18 @@ def test_pairs_of_rows_pooling(dtype, shape, window, monkeypatch):
     x.ravel()[7::11] = -np.inf
     padding = ((0, 0),) * len(shape)
     g = rng.standard_normal(tuple(n // k for n, k in zip(shape, window))).astype(dtype)
-    assert kernels._pairs_of_rows(x, window, window, padding) is not None
-    fast = [kernels.reduce_window(x, op, window, window, padding)
-            for op in (kernels.SUM, kernels.MAX, kernels.MIN)]
-    fast += [kernels.select_and_scatter(g, x, op, window, window, padding)
-             for op in (kernels.MAX, kernels.MIN)]
-    monkeypatch.setattr(kernels, "_pairs_of_rows", lambda *a: None)
-    general = [kernels.reduce_window(x, op, window, window, padding)
-               for op in (kernels.SUM, kernels.MAX, kernels.MIN)]
-    general += [kernels.select_and_scatter(g, x, op, window, window, padding)
-                for op in (kernels.MAX, kernels.MIN)]
+    assert pooling._pairs_of_rows(x, window, window, padding) is not None
+    fast = [pooling.reduce_window(x, op, window, window, padding)
+            for op in (pooling.SUM, pooling.MAX, pooling.MIN)]
+    fast += [pooling.select_and_scatter(g, x, op, window, window, padding)
+             for op in (pooling.MAX, pooling.MIN)]
+    monkeypatch.setattr(pooling, "_pairs_of_rows", lambda *a: None)
+    general = [pooling.reduce_window(x, op, window, window, padding)
+               for op in (pooling.SUM, pooling.MAX, pooling.MIN)]
+    general += [pooling.select_and_scatter(g, x, op, window, window, padding)
+                for op in (pooling.MAX, pooling.MIN)]
     for a, b in zip(fast, general):
         assert a.dtype == b.dtype == dtype and a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)
-    np.testing.assert_array_equal(fast[3], ref_select_and_scatter(g, x, kernels.MAX, window,
+    np.testing.assert_array_equal(fast[3], ref_select_and_scatter(g, x, pooling.MAX, window,
                                                                   window))

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..core import Primitive, ShapedArray, check_same_dtype
 from ..errors import ShapeError, DTypeError
-from ..kernels.cpu import conv as K
+from ..kernels.cpu import conv as K, window as W
 from . import shape as S
 from ._rules import add_tangents, zeros
 
@@ -230,8 +230,8 @@ def _sum_vjp(g, out, x, *, window_dimensions, window_strides, padding):
 
 reduce_window_sum_p = Primitive(
     "reduce_window_sum", abstract_eval=_window_shape("reduce_window_sum"),
-    impl=lambda x, window_dimensions, window_strides, padding: K.reduce_window(
-        x, K.SUM, window_dimensions, window_strides, padding),
+    impl=lambda x, window_dimensions, window_strides, padding: W.reduce_window(
+        x, W.SUM, window_dimensions, window_strides, padding),
     jvp=lambda primals, tangents, **p: (reduce_window_sum_p.bind(primals[0], **p),
                                         reduce_window_sum_p.bind(tangents[0], **p)),
     vjp=_sum_vjp)
@@ -252,7 +252,7 @@ def reduce_window_sum(x, window_dimensions, window_strides, padding):
 def _extremum(name, op):
     """reduce_window_max / _min and the two selection primitives their rules use."""
     def impl(x, window_dimensions, window_strides, padding):
-        return K.reduce_window(x, op, window_dimensions, window_strides, padding)
+        return W.reduce_window(x, op, window_dimensions, window_strides, padding)
 
     def gather(t, x, **p):
         return gather_p.bind(t, x, **p)
@@ -279,7 +279,7 @@ def _extremum(name, op):
     gather_p = Primitive(
         f"select_and_gather_add_{name}", abstract_eval=_window_shape(
             f"select_and_gather_add_{name}"),
-        impl=lambda t, x, window_dimensions, window_strides, padding: K.select_and_gather(
+        impl=lambda t, x, window_dimensions, window_strides, padding: W.select_and_gather(
             t, x, op, window_dimensions, window_strides, padding),
         jvp=lambda primals, tangents, **p: (
             gather(*primals, **p), None if tangents[0] is None else gather(
@@ -288,7 +288,7 @@ def _extremum(name, op):
     gather_p.batch = _batch_binary(gather_p)
     scatter_p = Primitive(
         f"select_and_scatter_add_{name}", abstract_eval=scatter_shape,
-        impl=lambda g, x, window_dimensions, window_strides, padding: K.select_and_scatter(
+        impl=lambda g, x, window_dimensions, window_strides, padding: W.select_and_scatter(
             g, x, op, window_dimensions, window_strides, padding),
         jvp=lambda primals, tangents, **p: (
             scatter(*primals, **p), None if tangents[0] is None else scatter(
@@ -299,9 +299,9 @@ def _extremum(name, op):
 
 
 reduce_window_max_p, select_and_gather_add_max_p, select_and_scatter_add_max_p = \
-    _extremum("max", K.MAX)
+    _extremum("max", W.MAX)
 reduce_window_min_p, select_and_gather_add_min_p, select_and_scatter_add_min_p = \
-    _extremum("min", K.MIN)
+    _extremum("min", W.MIN)
 
 
 def reduce_window_max(x, window_dimensions, window_strides, padding):

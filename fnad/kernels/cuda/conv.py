@@ -16,7 +16,8 @@ deterministic and added in the cpu's order."""
 import numpy as np
 
 from ...primitives import conv as C
-from ..cpu.conv import MAX, MIN, SUM, identity, out_size
+from ..cpu.conv import out_size
+from ..cpu.window import MAX, MIN, SUM, identity
 from . import implements, runtime
 from .dot import accumulator
 
