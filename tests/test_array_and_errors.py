@@ -109,6 +109,15 @@ def test_shape_mismatch_names_both_shapes():
         fnad.grad(lambda x: fnp.sum(x + fnp.ones(4)))(fnp.ones(3))
 
 
+def test_out_of_range_slice_bounds_raise_eagerly_as_under_jit():
+    slice_ = fnad.lax.slice
+    for run in (slice_, fnad.jit(slice_, static_argnums=(1, 2))):
+        with pytest.raises(fnad.ShapeError, match=r"slice: invalid bounds start=\(1,\) "
+                                                  r"limit=\(5,\)"):
+            run(fnp.ones(3), (1,), (5,))
+    np.testing.assert_array_equal(slice_(fnp.arange(4), (1,), (3,)), [1, 2])
+
+
 def test_escaped_tracer_is_reported():
     leaked = []
 

@@ -250,6 +250,10 @@ def _slice_shape(x, start_indices, limit_indices, strides):
 
 
 def _slice_impl(x, start_indices, limit_indices, strides):
+    # numpy clamps out-of-range bounds; the primitive raises (via the shape rule), as
+    # it does under jit
+    if not all(0 <= s <= l <= n for s, l, n in zip(start_indices, limit_indices, x.shape)):
+        raise ValueError("slice bounds outside the operand")
     return x[tuple(builtins.slice(s, l, st)
                    for s, l, st in zip(start_indices, limit_indices, strides))]
 
