@@ -73,6 +73,17 @@ def test_arrays_on_two_devices_do_not_mix():
     np.testing.assert_array_equal(host(xg * 2), [2, 2, 2])
 
 
+def test_jitted_calls_check_devices_on_their_fast_path_too():
+    jf = fnad.jit(lambda a, b: a * b)
+    a, b = to_gpu(np.ones(3)), to_gpu(np.full(3, 2.0))
+    np.testing.assert_array_equal(host(jf(a, b)), 2.0)
+    np.testing.assert_array_equal(host(jf(a, b)), 2.0)      # from the fast path
+    # The same buffer presented as another GPU's (the simulator has one GPU).
+    elsewhere = CudaArray(b._value, fnad.array.Device("cuda", 1))
+    with pytest.raises(DeviceError, match="different devices"):
+        jf(a, elsewhere)
+
+
 def test_shape_errors_come_before_any_kernel():
     with pytest.raises(fnad.ShapeError, match=r"\(3,\) and \(4,\)"):
         to_gpu(np.ones(3)) + to_gpu(np.ones(4))

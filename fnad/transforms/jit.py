@@ -302,7 +302,9 @@ class Jitted:
                 key = None
             fast = self.fast.get(key)
             if fast is not None:
-                return fast(args)
+                out = fast(args)
+                if out is not _OTHER_DEVICE:
+                    return out
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         (closed, out_tree), flat = self._stage(args, kwargs)
@@ -341,6 +343,11 @@ def _fast_call(closed, out_tree):
     return call
 
 
+# What a GPU fast path returns for arguments on another GPU than its own (the key
+# holds types, shapes and dtypes, not devices): the call takes the general path.
+_OTHER_DEVICE = object()
+
+
 def _fast_cuda_call(closed, out_tree, device):
     """The fast path for arguments on a GPU: the program's cuda executable on device
     arrays, its host constants uploaded once."""
@@ -351,6 +358,8 @@ def _fast_cuda_call(closed, out_tree, device):
               for c in closed.consts]
 
     def call(args):
+        if any(a._device != device for a in args):
+            return _OTHER_DEVICE
         outs = run(*consts, *[a._value for a in args])
         return tree_unflatten(out_tree, [CudaArray(o, device) for o in outs])
     return call
