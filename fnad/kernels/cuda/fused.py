@@ -28,9 +28,10 @@ from fnad.kernels.cuda.scalar_functions import maximum as max, minimum as min
 """
 
 
-def cuda_source(kernel):
-    """The grid-stride kernel around a KernelSource's loop body (no reductions)."""
-    rank = len(kernel.group_shape)
+def cuda_source(kernel, shape):
+    """The grid-stride kernel around a KernelSource's loop body (no reductions) over
+    an iteration space of `shape`."""
+    rank = len(shape)
     args = [f"in{k}" for k in range(len(kernel.inputs))] + \
         [f"out{k}" for k in range(len(kernel.outputs))] + [f"n{d}" for d in range(rank)]
     total = " * ".join(f"n{d}" for d in range(rank)) or "1"
@@ -60,12 +61,11 @@ class GroupKernel:
         kernel = KernelSource(group, materialize)
         if any(axes is not None for _, axes in kernel.outputs):
             raise ValueError("cuda fusion groups hold no reductions (partition them out)")
-        kernel.group_shape = group.shape
         self.inputs = kernel.inputs
         self.outputs = [var for var, _ in kernel.outputs]
         self.shape = group.shape
         self.size = int(np.prod(group.shape, dtype=np.int64))
-        self.source = cuda_source(kernel)
+        self.source = cuda_source(kernel, group.shape)
         self.kernel = load(self.source)
 
     def __call__(self, *ins):
