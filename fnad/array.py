@@ -126,12 +126,17 @@ class Array:
     def __setitem__(self, idx, value):
         raise immutable_error()
 
+    def _host(self):
+        """The value in host memory (a copy for arrays on a GPU)."""
+        return self._value
+
     def __repr__(self):
-        body = np.array2string(self._value, separator=", ", prefix="Array(")
-        return f"Array({body}, dtype={self._value.dtype.name})"
+        body = np.array2string(self._host(), separator=", ", prefix="Array(")
+        where = "" if self.device is CPU else f", device={self.device}"
+        return f"Array({body}, dtype={self.dtype.name}{where})"
 
     def __str__(self):
-        return str(self._value)
+        return str(self._host())
 
     def __len__(self):
         if not self._value.ndim:
@@ -144,32 +149,33 @@ class Array:
         return (self[i] for i in range(len(self._value)))
 
     def __bool__(self):
-        return bool(self._value)
+        return bool(self._host())
 
     def __float__(self):
-        return float(self._value)
+        return float(self._host())
 
     def __int__(self):
-        return int(self._value)
+        return int(self._host())
 
     def __index__(self):
-        return self._value.__index__()
+        return self._host().__index__()
 
     def __complex__(self):
-        return complex(self._value)
+        return complex(self._host())
 
     def item(self, *args):
-        return self._value.item(*args)
+        return self._host().item(*args)
 
     def tolist(self):
-        return self._value.tolist()
+        return self._host().tolist()
 
     def block_until_ready(self):
         """Computation is synchronous on the cpu; kept for JAX compatibility."""
         return self
 
     def __reduce__(self):
-        return (Array, (np.array(self._value),))
+        # Pickles hold host data: unpickling gives a cpu Array.
+        return (Array, (np.array(self._host()),))
 
     __hash__ = None
 
@@ -202,42 +208,10 @@ class CudaArray(Array):
         value = self._host()
         return value if dtype is None else value.astype(dtype, copy=False)
 
-    def __repr__(self):
-        body = np.array2string(self._host(), separator=", ", prefix="Array(")
-        return f"Array({body}, dtype={self.dtype.name}, device={self._device})"
-
-    def __str__(self):
-        return str(self._host())
-
-    def __bool__(self):
-        return bool(self._host())
-
-    def __float__(self):
-        return float(self._host())
-
-    def __int__(self):
-        return int(self._host())
-
-    def __index__(self):
-        return self._host().__index__()
-
-    def __complex__(self):
-        return complex(self._host())
-
-    def item(self, *args):
-        return self._host().item(*args)
-
-    def tolist(self):
-        return self._host().tolist()
-
     def block_until_ready(self):
         from .kernels.cuda.runtime import synchronize
         synchronize()
         return self
-
-    def __reduce__(self):
-        # Pickles hold host data; unpickling gives a cpu Array.
-        return (Array, (self._host(),))
 
 
 def mixed_devices_error(what, operands):

@@ -20,6 +20,8 @@ from ..cpu.conv import out_size
 from ..cpu.window import MAX, MIN, SUM, identity
 from . import implements, runtime
 from .dot import accumulator
+from .scalar_functions import maximum, minimum
+from .shape import filled
 
 cuda = runtime.cuda()
 
@@ -83,11 +85,10 @@ def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_di
     if out.size == 0:
         return out
     if lhs.size == 0 or rhs.size == 0:      # nothing to sum (no features, or padding)
-        return runtime.full(out.shape, 0, out.dtype)
+        return filled(out.shape, 0, out.dtype)
     positions = int(np.prod(out_shape, dtype=np.int64))
-    blocks, threads = runtime.grid(out.size)
-    _conv_kernel[blocks, threads](
-        lhs.reshape(n, lhs.shape[1], lhs.size // (n * lhs.shape[1])),
+    runtime.launch(
+        _conv_kernel, out.size, lhs.reshape(n, lhs.shape[1], lhs.size // (n * lhs.shape[1])),
         rhs.reshape(o, rhs.shape[1], rhs.size // (o * rhs.shape[1])),
         out.reshape(n, o, positions),
         accumulator(lhs.dtype), in_shape, window, out_shape, tuple(window_strides),
@@ -113,8 +114,7 @@ class _Windows:
                      (1,) * len(shape))
 
     def launch(self, kernel, count, *operands):
-        blocks, threads = runtime.grid(count)
-        kernel[blocks, threads](*operands, *self.args)
+        runtime.launch(kernel, count, *operands, *self.args)
 
 
 def _flat(x):
@@ -146,9 +146,9 @@ def _reduce_window_kernel(x, out, op, init, zero, shape, window, out_shape, stri
                 if op == SUM:
                     acc += v
                 elif op == MAX:
-                    acc = v if v > acc or v != v else acc
+                    acc = maximum(v, acc)
                 else:
-                    acc = v if v < acc or v != v else acc
+                    acc = minimum(v, acc)
         out[i] = acc
         i += cuda.gridsize(1)
 
@@ -266,7 +266,7 @@ def _selections(op):
     def scatter(g, x, window_dimensions, window_strides, padding):
         w = _Windows(x.shape, window_dimensions, window_strides, padding)
         if w.size == 0 or x.size == 0:     # nothing to select
-            return runtime.full(x.shape, 0, g.dtype)
+            return filled(x.shape, 0, g.dtype)
         out = runtime.empty(x.shape, g.dtype)
         zero = accumulator(x.dtype)
         chosen = runtime.empty((w.size,), np.int64)

@@ -8,6 +8,7 @@ every step as numpy's accumulate does; the declared dtype is the operand's."""
 from ...primitives import reduce as R
 from . import implements, reduce, runtime
 from .dot import accumulator
+from .scalar_functions import maximum, minimum
 
 cuda = runtime.cuda()
 
@@ -33,9 +34,9 @@ def _scan_kernel(x, out, op, reverse, zero, length, inner, lines):
             elif op == PROD:
                 acc = acc * v
             elif op == MAX:
-                acc = v if v > acc or v != v else acc
+                acc = maximum(v, acc)
             else:
-                acc = v if v < acc or v != v else acc
+                acc = minimum(v, acc)
             out[at] = acc
             acc = zero + out[at]
         line += cuda.gridsize(1)
@@ -50,10 +51,8 @@ def _scan(op):
             for n in x.shape[:axis]:
                 inner //= n
             lines = out.size // length
-            blocks, threads = runtime.grid(lines)
-            _scan_kernel[blocks, threads](x.reshape(x.size), out.reshape(out.size), op,
-                                          bool(reverse), accumulator(x.dtype), length, inner,
-                                          lines)
+            runtime.launch(_scan_kernel, lines, x.reshape(x.size), out.reshape(out.size), op,
+                           bool(reverse), accumulator(x.dtype), length, inner, lines)
         return out
     return impl
 

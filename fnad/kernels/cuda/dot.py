@@ -1,14 +1,15 @@
 """dot_general on the GPU: every contraction becomes a batched matrix product.
 
-The operands are copied into (batch, rows, contracted) and (batch, contracted,
-columns) layouts by a permute kernel, then multiplied by a tiled kernel: each block
+The operands are transposed into (batch, rows, contracted) and (batch, contracted,
+columns) layouts (transpose_p's kernel), then multiplied by a tiled kernel: each block
 computes a TILE x TILE cell of the output, staging TILE x TILE tiles of both
 operands through shared memory so each element read from global memory serves TILE
-products. The permute kernel and `accumulator` serve the other kernel families too."""
+products. `accumulator` serves the other kernel families too."""
 import numpy as np
 
 from ...primitives.dot import dot_general_p
 from . import implements, runtime
+from .shape import filled, transpose
 
 cuda = runtime.cuda()
 
@@ -28,43 +29,6 @@ def accumulator(dtype):
     if dtype.kind == "f":
         return np.float32(0) if dtype.itemsize <= 4 else np.float64(0)
     return np.uint64(0) if dtype.kind == "u" else np.int64(0)
-
-
-@cuda.jit(cache=True)
-def _permute_kernel(src, dst, shape, strides, size):
-    """dst[i] = src[offset of i], dst flat over `shape`; `strides` are the source's
-    element strides for dst's axes. The store converts to dst's dtype."""
-    i = cuda.grid(1)
-    while i < size:
-        rest = i
-        offset = 0
-        for d in range(len(shape) - 1, -1, -1):
-            offset += (rest % shape[d]) * strides[d]
-            rest //= shape[d]
-        dst[i] = src[offset]
-        i += cuda.gridsize(1)
-
-
-def permute(x, perm, dtype=None):
-    """x with its axes in the order `perm` (and converted to `dtype`), as a contiguous
-    device array; x itself when nothing changes."""
-    dtype = np.dtype(dtype or x.dtype)
-    shape = tuple(x.shape)
-    perm = tuple(perm)
-    if perm == tuple(range(len(shape))) and dtype == x.dtype:
-        return x
-    out_shape = tuple(shape[p] for p in perm)
-    out = runtime.empty(out_shape, dtype)
-    if out.size == 0:
-        return out
-    strides = [1] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * shape[d + 1]
-    src_strides = tuple(strides[p] for p in perm) or (0,)
-    blocks, threads = runtime.grid(out.size)
-    _permute_kernel[blocks, threads](x.reshape(x.size), out.reshape(out.size),
-                                     out_shape or (1,), src_strides, out.size)
-    return out
 
 
 @cuda.jit(cache=True)
@@ -135,7 +99,7 @@ def dot_general(lhs, rhs, dimension_numbers):
                       + [rhs.shape[d] for d in rf])
     nb, m, k, n = size(lhs, lb), size(lhs, lf), size(lhs, lc), size(rhs, rf)
     if 0 in out_shape or k == 0:    # (numba cannot reshape empty device arrays)
-        return runtime.full(out_shape, 0, lhs.dtype)
-    a = permute(lhs, list(lb) + lf + list(lc)).reshape(nb, m, k)
-    b = permute(rhs, list(rb) + list(rc) + rf).reshape(nb, k, n)
+        return filled(out_shape, 0, lhs.dtype)
+    a = transpose(lhs, list(lb) + lf + list(lc)).reshape(nb, m, k)
+    b = transpose(rhs, list(rb) + list(rc) + rf).reshape(nb, k, n)
     return matmul(a, b).reshape(out_shape)

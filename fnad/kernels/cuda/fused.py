@@ -28,6 +28,18 @@ from fnad.kernels.cuda.scalar_functions import maximum as max, minimum as min
 """
 
 
+def decompose(flat, dims, names, pad):
+    """Lines turning the flat index `flat` into indices over `dims` (row-major)."""
+    lines = [f"{pad}rest = {flat}"]
+    for k in reversed(range(len(dims))):
+        if k:
+            lines += [f"{pad}{names[k]} = rest % {dims[k]}",
+                      f"{pad}rest = rest // {dims[k]}"]
+        else:
+            lines.append(f"{pad}{names[0]} = rest")
+    return lines
+
+
 def cuda_source(kernel, shape):
     """The grid-stride kernel around a KernelSource's loop body (no reductions) over
     an iteration space of `shape`."""
@@ -37,12 +49,9 @@ def cuda_source(kernel, shape):
     total = " * ".join(f"n{d}" for d in range(rank)) or "1"
     lines = [f"def kernel({', '.join(args)}):"] + ["    " + h for h in kernel.hoisted]
     lines += ["    flat = cuda.grid(1)", "    stride = cuda.gridsize(1)",
-              f"    total = {total}", "    while flat < total:", "        rest = flat"]
-    for d in reversed(range(rank)):
-        if d:
-            lines += [f"        i{d} = rest % n{d}", f"        rest = rest // n{d}"]
-        else:
-            lines.append("        i0 = rest")
+              f"    total = {total}", "    while flat < total:"]
+    lines += decompose("flat", [f"n{d}" for d in range(rank)], [f"i{d}" for d in range(rank)],
+                       " " * 8)
     lines += ["        " + line for line in kernel.loads + kernel.body]
     lines.append("        flat += stride")
     return "\n".join(lines) + "\n"
@@ -70,9 +79,7 @@ class GroupKernel:
 
     def __call__(self, *ins):
         outs = [runtime.empty(v.aval.shape, v.aval.dtype) for v in self.outputs]
-        if self.size:
-            blocks, threads = runtime.grid(self.size)
-            self.kernel[blocks, threads](*ins, *outs, *self.shape)
+        runtime.launch(self.kernel, self.size, *ins, *outs, *self.shape)
         return outs
 
 

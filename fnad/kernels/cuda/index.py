@@ -18,7 +18,8 @@ import numpy as np
 from numba import int64
 
 from . import implements, runtime
-from .shape import copy, filled, flat, launch, move, put_window, size, table, view
+from .runtime import launch
+from .shape import copy, filled, flat, move, put_window, size, table, view
 from ..cpu import index as cpu
 from ...primitives import index as I
 

@@ -11,7 +11,8 @@ import math
 import numpy as np
 
 from . import implements, runtime
-from .shape import copy, flat, launch, size
+from .runtime import launch
+from .shape import copy, flat, size
 from ...primitives import linalg as L
 
 cuda = runtime.cuda()

@@ -4,7 +4,8 @@ compiled for the device, so both backends draw the same bits by construction."""
 import numpy as np
 
 from . import implements, runtime
-from .shape import broadcast_to, flat, launch, size, view
+from .runtime import launch
+from .shape import broadcast_to, flat, size, view
 from ..cpu.random import MASK, hash2x32
 from ...primitives import random_bits as R
 

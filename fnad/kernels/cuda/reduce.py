@@ -11,18 +11,6 @@ from ..cpu.lowering import _literal
 from . import fused, runtime
 
 
-def _decompose(flat, dims, names, pad):
-    """Lines turning the flat index `flat` into indices over `dims` (row-major)."""
-    lines = [f"{pad}rest = {flat}"]
-    for k in reversed(range(len(dims))):
-        if k:
-            lines += [f"{pad}{names[k]} = rest % {dims[k]}",
-                      f"{pad}rest = rest // {dims[k]}"]
-        else:
-            lines.append(f"{pad}{names[0]} = rest")
-    return lines
-
-
 def reduction_source(combine, identity, rank, axes, threads, dtype):
     kept = [d for d in range(rank) if d not in axes]
     idx = [f"i{d}" for d in range(rank)]
@@ -38,11 +26,11 @@ def reduction_source(combine, identity, rank, axes, threads, dtype):
              f"    cells = {cells}",
              f"    count = {count}",
              "    while cell < cells:"]
-    lines += _decompose("cell", [dims[d] for d in kept], [idx[d] for d in kept], " " * 8)
+    lines += fused.decompose("cell", [dims[d] for d in kept], [idx[d] for d in kept], " " * 8)
     lines += [f"        acc = {identity}",
               "        j = tid",
               "        while j < count:"]
-    lines += _decompose("j", [dims[d] for d in axes], [idx[d] for d in axes], " " * 12)
+    lines += fused.decompose("j", [dims[d] for d in axes], [idx[d] for d in axes], " " * 12)
     lines += [f"            x = in0[{', '.join(idx) or '()'}]",
               "            acc = " + combine.format(acc="acc", x="x"),
               f"            j += {threads}",

@@ -48,13 +48,15 @@ def grid(n, threads=None):
     return max(1, min(MAX_BLOCKS, math.ceil(n / threads))), threads
 
 
+def launch(kernel, n, *args):
+    """Run a grid-stride kernel over n items (nothing for n = 0)."""
+    if n:
+        blocks, threads = grid(n)
+        kernel[blocks, threads](*args)
+
+
 def empty(shape, dtype):
     return cuda().device_array(tuple(shape), np.dtype(dtype))
-
-
-def full(shape, value, dtype):
-    """A device array filled with `value` (a host fill uploaded: no kernel to compile)."""
-    return cuda().to_device(np.full(tuple(shape), value, np.dtype(dtype)))
 
 
 def to_device(value, device_id=0):

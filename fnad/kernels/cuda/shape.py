@@ -17,6 +17,8 @@ import numpy as np
 from numba import int64
 
 from . import implements, runtime
+from ...core import ShapedArray
+from .runtime import launch
 from ...primitives import shape as S
 
 cuda = runtime.cuda()
@@ -141,12 +143,6 @@ def table(rows, fresh=False):
     return _uploaded(rows, id(cuda.current_context()))
 
 
-def launch(kernel, n, *args):
-    if n:
-        blocks, threads = runtime.grid(n)
-        kernel[blocks, threads](*args)
-
-
 def copy(x):
     out = runtime.empty(x.shape, x.dtype)
     if x.size:
@@ -232,7 +228,7 @@ def _expand_dims(x, dimensions):
 
 
 @implements(S.transpose_p)
-def _transpose(x, permutation):
+def transpose(x, permutation):
     if tuple(permutation) == tuple(range(len(permutation))):
         return x
     return move(x, [x.shape[p] for p in permutation], [(p, 1, 0, 1) for p in permutation])
@@ -246,8 +242,8 @@ def _rev(x, dimensions):
 
 @implements(S.slice_p)
 def _slice(x, start_indices, limit_indices, strides):
-    shape = [-(-(limit - start) // step)
-             for start, limit, step in zip(start_indices, limit_indices, strides)]
+    shape = S.slice_p.abstract_eval(ShapedArray(x.shape, x.dtype), start_indices,
+                                    limit_indices, strides).shape
     return move(x, shape, [(d, st, s, 1) for d, (s, st) in
                            enumerate(zip(start_indices, strides))])
 

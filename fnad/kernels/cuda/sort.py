@@ -16,7 +16,8 @@ import numpy as np
 from numba import int64
 
 from . import implements, runtime
-from .shape import flat, iota, launch, size
+from .runtime import launch
+from .shape import flat, iota, size
 from ...primitives.sort import sort_p
 from ...primitives.reduce import argmax_p, argmin_p
 
