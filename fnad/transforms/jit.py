@@ -351,11 +351,10 @@ _OTHER_DEVICE = object()
 def _fast_cuda_call(closed, out_tree, device):
     """The fast path for arguments on a GPU: the program's cuda executable on device
     arrays, its host constants uploaded once."""
+    from ..kernels.cuda import device_value
     from ..kernels.cuda.lowering import compiled
-    from ..kernels.cuda.runtime import to_device
     run = compiled(closed.program)
-    consts = [c._value if type(c) is CudaArray else to_device(np.asarray(c), device.id)
-              for c in closed.consts]
+    consts = [device_value(c, device.id) for c in closed.consts]
 
     def call(args):
         if any(a._device != device for a in args):

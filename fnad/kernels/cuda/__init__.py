@@ -14,6 +14,7 @@ import numpy as np
 
 from ...array import Array, CudaArray, mixed_devices_error
 from ...core import ShapedArray, _concrete_operand
+from . import runtime
 
 _impls = {}
 _FAMILIES = ("shape", "dot", "conv", "index", "cumulative", "sort", "random", "linalg",
@@ -59,26 +60,28 @@ def _load_families():
             importlib.import_module(f"{__name__}.{name}")
 
 
+def device_value(value, device_id=0):
+    """The device array of a CudaArray, or a host value (Array, numpy) copied to GPU
+    `device_id`."""
+    if type(value) is CudaArray:
+        return value._value
+    return runtime.to_device(np.asarray(value), device_id)
+
+
 def evaluate(prim, args, params):
     """Run `prim` on operands of which at least one is a CudaArray. Host values
     (constants, Arrays made without a device) are copied to its device; an Array
     placed on the cpu with device_put beside a GPU one is an error, as are arrays of
     two GPUs."""
-    from . import runtime
     device = next(a._device for a in args if type(a) is CudaArray)
     values, avals = [], []
     for a in args:
-        if type(a) is CudaArray:
-            if a._device != device:
-                raise mixed_devices_error(prim.name, args)
-            values.append(a._value)
-        elif isinstance(a, Array):
-            if getattr(a, "_committed", False):
-                raise mixed_devices_error(prim.name, args)
-            values.append(runtime.to_device(a._value, device.id))
-        else:
-            host = _concrete_operand(prim, a)      # numpy constants; errors otherwise
-            values.append(runtime.to_device(np.asarray(host), device.id))
+        if (a._device != device if type(a) is CudaArray
+                else getattr(a, "_committed", False)):
+            raise mixed_devices_error(prim.name, args)
+        if not isinstance(a, Array):
+            _concrete_operand(prim, a)      # numpy constants pass; tracers raise
+        values.append(device_value(a, device.id))
         avals.append(ShapedArray(a.shape, a.dtype))
     # The shape rule runs first: a kernel given mismatched shapes would read out of
     # bounds instead of raising.

@@ -2,12 +2,9 @@
 cuda executable; cond, while and scan run their compiled sub-programs from a Python
 loop (the loop's predicate and branch index are read back to the host, one scalar
 per iteration; everything else stays on the device)."""
-import numpy as np
-
-from ...array import CudaArray
 from ...primitives import control as C
 from ...transforms.jit import custom_call_p, jit_call_p
-from . import implements, runtime
+from . import device_value, implements, runtime
 from .lowering import compiled
 
 
@@ -18,14 +15,8 @@ def _jit_call(*args, program):
 
 @implements(custom_call_p)
 def _custom_call(*args, rules, program):
-    consts = [_on_device(c) for c in program.consts]
+    consts = [device_value(c) for c in program.consts]
     return compiled(program.program)(*consts, *args)
-
-
-def _on_device(value):
-    if type(value) is CudaArray:
-        return value._value
-    return runtime.to_device(np.asarray(value))
 
 
 @implements(C.cond_p)
