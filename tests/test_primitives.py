@@ -238,6 +238,11 @@ TABLE = {
     "atan2": binary(np.arctan2, lambda *s: signed(0.3, 2, *s)),
     # x / y stays in (2.1, 2.9) in magnitude, away from fmod's jumps.
     "rem": binary(np.fmod, lambda *s: signed(2.3, 2.7, *s), lambda *s: uniform(0.95, 1.05, *s)),
+    # Both signs of both operands, away from the quotient's integer jumps.
+    "floor_divide": binary(np.floor_divide, lambda *s: signed(2.3, 2.7, *s),
+                           lambda *s: signed(0.95, 1.05, *s), grad="zero"),
+    "remainder": binary(np.remainder, lambda *s: signed(2.3, 2.7, *s),
+                        lambda *s: signed(0.95, 1.05, *s)),
     "eq": comparison(np.equal),
     "ne": comparison(np.not_equal),
     "lt": comparison(np.less),

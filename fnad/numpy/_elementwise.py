@@ -174,26 +174,13 @@ def logaddexp(x, y):
     return m + log1p(exp(-abs(delta)))
 
 
-def floor_divide(x, y):
-    x, y = promote(x, y)
-    if x.dtype.kind == "f":
-        return floor(x / y)
-    return astype(_floor(astype(x, np.float64) / astype(y, np.float64)), x.dtype)
-
-
-def remainder(x, y):
-    """numpy's mod: the result takes the sign of the divisor."""
-    x, y = promote(x, y)
-    r = E.rem_p.bind(x, y)
-    fix = (r != 0) & ((r < 0) != (y < 0))
-    return where(fix, r + y, r)
-
-
-mod = remainder
+floor_divide = _binary(E.floor_divide_p)
+remainder = mod = _binary(E.remainder_p)     # numpy's mod: the sign of the divisor
 
 
 def divmod(x, y):  # noqa: A001
-    return floor_divide(x, y), remainder(x, y)
+    x, y = promote(x, y)
+    return E.floor_divide_p.bind(x, y), E.remainder_p.bind(x, y)
 
 
 def positive(x):

@@ -184,15 +184,16 @@ pow_p = binary("pow", np.power,
                lambda x, y, o: select_p.bind(x == 0, 0 * o, o * log_p.bind(
                    select_p.bind(x == 0, 1 + 0 * x, x))),
                "({0} ** {1})", kinds=FLOAT)
-# Ties split the derivative evenly, so max(x, x) has derivative 1 in x.
+# Ties split the derivative evenly, so max(x, x) has derivative 1 in x. NaN in either
+# operand gives NaN, as in numpy (the kernels' helpers, not Python's max).
 max_p = binary("max", np.maximum,
                lambda x, y, o: _indicator(x > y, o) + 0.5 * _indicator(x == y, o),
                lambda x, y, o: _indicator(x < y, o) + 0.5 * _indicator(x == y, o),
-               "max({0}, {1})")
+               "kernels.maximum_scalar({0}, {1})")
 min_p = binary("min", np.minimum,
                lambda x, y, o: _indicator(x < y, o) + 0.5 * _indicator(x == y, o),
                lambda x, y, o: _indicator(x > y, o) + 0.5 * _indicator(x == y, o),
-               "min({0}, {1})")
+               "kernels.minimum_scalar({0}, {1})")
 
 
 def _indicator(mask, like):
@@ -205,7 +206,16 @@ atan2_p = binary("atan2", np.arctan2,
                  "np.arctan2({0}, {1})", kinds=FLOAT)
 # C's fmod: the result has the sign of x; x = trunc(x / y) * y + rem.
 rem_p = binary("rem", np.fmod, lambda x, y, o: 1 + 0 * o, lambda x, y, o: -_trunc(x / y),
-               "np.fmod({0}, {1})")
+               "kernels.fmod_scalar({0}, {1})")
+# numpy's floor_divide and remainder (Python's // and %): x = floor_divide * y +
+# remainder, the remainder taking the sign of y. Integers stay in integer arithmetic
+# in every width; a zero divisor gives 0 for integers and inf/nan for floats, and
+# iinfo.min // -1 wraps around, all as numpy. Floats use numpy's divmod algorithm
+# (fmod, then a correction), so 1.0 // 0.1 is 9.0, not floor(1.0 / 0.1) = 10.0.
+floor_divide_p = binary("floor_divide", np.floor_divide, None, None,
+                        "kernels.floor_divide_scalar({0}, {1})", kinds="iuf")
+remainder_p = binary("remainder", np.remainder, lambda x, y, o: 1 + 0 * o,
+                     lambda x, y, o: -floor_divide_p.bind(x, y), "({0} % {1})", kinds="iuf")
 
 
 def _trunc(x):
@@ -284,7 +294,8 @@ def _clamp_vjp(g, out, lo, x, hi):
 
 clamp_p = Primitive("clamp", abstract_eval=broadcasting("clamp", kinds=NUMERIC),
                     impl=lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
-                    jvp=_clamp_jvp, vjp=_clamp_vjp, scalar="min(max({1}, {0}), {2})")
+                    jvp=_clamp_jvp, vjp=_clamp_vjp,
+                    scalar="kernels.minimum_scalar(kernels.maximum_scalar({1}, {0}), {2})")
 
 
 def _convert_jvp(primals, tangents, new_dtype):
