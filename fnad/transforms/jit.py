@@ -12,7 +12,6 @@ import weakref
 import numpy as np
 
 from ..array import Array, CudaArray
-from .. import core
 from ..core import (Trace, Tracer, Primitive, ShapedArray, use_trace, current_trace,
                     bind_custom, get_aval, EVAL, _wrap)
 from ..errors import ConcretizationError, EscapedTracerError
@@ -293,7 +292,7 @@ class Jitted:
         return closed, out_tree_cell[0]
 
     def __call__(self, *args, **kwargs):
-        if not kwargs and core._current is EVAL and not config.disable_jit:
+        if not kwargs and current_trace() is EVAL and not config.disable_jit:
             # The fast path: Arrays in, nothing to transform. The key is cheap to
             # build and the compiled driver is called directly, without bind.
             try:
@@ -309,7 +308,7 @@ class Jitted:
             return self.fun(*args, **kwargs)
         (closed, out_tree), flat = self._stage(args, kwargs)
         out = tree_unflatten(out_tree, closed.call(*flat))
-        if not kwargs and not self.static_argnums and core._current is EVAL \
+        if not kwargs and not self.static_argnums and current_trace() is EVAL \
                 and all(isinstance(a, Array) for a in args) \
                 and len({a.device for a in args}) <= 1 \
                 and not any(isinstance(c, Tracer) for c in closed.consts):

@@ -355,8 +355,14 @@ def start_pending_compiles():
     other on one thread."""
     if not _pending:
         return
-    threads = list(_pending)
-    _pending.clear()
+    # Taken one by one (list.pop is atomic): a driver in another thread may append
+    # meanwhile, and a compile lost between a copy and a clear would never start.
+    threads = []
+    while _pending:
+        try:
+            threads.append(_pending.pop(0))
+        except IndexError:      # another thread took the last one
+            break
 
     def compile_all():
         for t in threads:

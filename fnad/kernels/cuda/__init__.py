@@ -55,9 +55,11 @@ def impl_for(prim):
 def _load_families():
     global _loaded
     if not _loaded:
-        _loaded = True
+        # Marked loaded only once every family is registered: another thread must not
+        # see a half-filled table (importing twice is harmless).
         for name in _FAMILIES:
             importlib.import_module(f"{__name__}.{name}")
+        _loaded = True
 
 
 def device_value(value, device_id=0):
