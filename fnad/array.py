@@ -5,7 +5,9 @@ buffers and views of existing ones, and `np.asarray(x)` hands out read-only view
 A `CudaArray` is an Array whose buffer is a numba.cuda device array; `np.asarray`
 copies it to the host.
 The numpy-style methods and operators (``x + y``, ``x.sum()``, ``x.at[i].set(v)``)
-are attached by `fnad.numpy`, which owns their semantics for Arrays and tracers alike.
+are attached by `fnad.numpy`, which owns their semantics for Arrays and tracers alike;
+so are numpy's protocols ``__array_ufunc__`` and ``__array_function__``, through which
+``np.exp(x)`` or ``np.sum(x)`` run fnad.numpy's functions (fnad/numpy/_interop.py).
 """
 import numpy as np
 
@@ -137,6 +139,12 @@ class Array:
 
     def __str__(self):
         return str(self._host())
+
+    def __format__(self, spec):
+        # numpy's rules for a spec: it formats a 0-d value (f"{loss:.4f}") and raises
+        # TypeError on other shapes. An empty spec is str(), as for Python's numbers
+        # (numpy's 0-d arrays would print a float32 as its float64 digits).
+        return format(self._host(), spec) if spec else str(self)
 
     def __len__(self):
         if not self._value.ndim:

@@ -13,7 +13,8 @@ import contextvars
 
 import numpy as np
 
-from .errors import DeviceError, EscapedTracerError, ShapeError, DTypeError
+from .errors import (DeviceError, EscapedTracerError, ShapeError, DTypeError,
+                     TracerArrayConversionError)
 
 
 class ShapedArray:
@@ -318,7 +319,23 @@ class Tracer:
         return self.concrete().item()
 
     def __array__(self, dtype=None, copy=None):
-        return np.asarray(self.concrete(), dtype=dtype)
+        # A numpy array would carry the value but not the transform: under grad the
+        # derivative through it would be dropped without a word. (numpy's functions,
+        # np.exp(x) etc., do not come here: fnad.numpy attaches __array_ufunc__ and
+        # __array_function__, which run the fnad functions on the tracer.)
+        raise TracerArrayConversionError(
+            f"a value traced by {self._trace.name} ({self.aval}) was converted to a numpy "
+            f"array (np.asarray, np.array, or a library calling them). A numpy array is "
+            f"outside the {self._trace.name} transform: under grad, vjp and jvp the "
+            f"derivative through it would be silently dropped, and under jit and vmap it "
+            f"has no single concrete value. Compute with fnad.numpy, or with numpy's own "
+            f"functions (np.exp(x), np.sum(x) run fnad's on traced values), and convert "
+            f"to numpy outside the transform, e.g. its result.")
+
+    def __format__(self, spec):
+        # f"{loss:.4f}" needs the value, like float(loss); an empty spec is str().
+        return format(self.concrete(), spec) if spec else str(self)
+
 
     def __repr__(self):
         return f"Traced<{self.aval}> by {self._trace.name}"

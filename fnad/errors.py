@@ -34,6 +34,17 @@ class ConcretizationError(FnadError, TypeError):
     """A Python value (bool, int, float) demanded of a value that is only known abstractly."""
 
 
+class TracerArrayConversionError(ConcretizationError):
+    """A value being transformed (differentiated, batched, staged) converted to a numpy
+    array (``np.asarray(x)``, ``x.__array__()``): numpy would see a plain array and the
+    transform would silently lose it, e.g. drop the derivative."""
+
+
+class NumpyFunctionError(FnadError, TypeError):
+    """A numpy function, ufunc method or argument applied to fnad values that fnad has
+    no counterpart for (NEP 13/18 dispatch finds nothing to run)."""
+
+
 class FileFormatError(FnadError, ValueError):
     """A file that does not hold what its format promises (truncated, corrupted), or
     that does not match what the caller expects of it. ``path`` names the file."""

@@ -29,3 +29,6 @@ floating, integer, number, inexact = _np.floating, _np.integer, _np.number, _np.
 from ..array import Array as ndarray  # noqa: E402,F811
 
 _attach()
+
+from . import _interop  # noqa: E402
+_interop.register(globals(), vars(linalg))
