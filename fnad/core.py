@@ -336,7 +336,6 @@ class Tracer:
         # f"{loss:.4f}" needs the value, like float(loss); an empty spec is str().
         return format(self.concrete(), spec) if spec else str(self)
 
-
     def __repr__(self):
         return f"Traced<{self.aval}> by {self._trace.name}"
 

@@ -6,6 +6,7 @@ from ..array import Array
 from ..core import Tracer
 from . import _elementwise as E, _reductions as R, _shapes as S, _products as P
 from ._core import astype
+from ._interop import array_function, array_ufunc
 
 
 def _reflected(fn):
@@ -60,6 +61,7 @@ METHODS = {
     "astype": astype, "clip": E.clip, "round": E.round, "dot": P.dot,
     "diagonal": P.diagonal, "trace": P.trace,
     "copy": lambda self: self,
+    "__array_ufunc__": array_ufunc, "__array_function__": array_function,
     "sort": lambda self, axis=-1: _sorting().sort(self, axis),
     "argsort": lambda self, axis=-1: _sorting().argsort(self, axis),
 }
