@@ -11,13 +11,43 @@ lists, tuples, namedtuples, None, Python scalars (bool, int, float, str) and arr
 leaves, which refer to tensors by name. A file without that entry (written by another
 safetensors library) loads as a flat dict from tensor name to array.
 
-Writes are atomic: the bytes go to a temporary file in the same directory, which is
-fsynced and then renamed over `path`, so a crash leaves the old file or the new one,
-never half of one.
+Writing. The bytes go to a temporary file in the target's directory, which is fsynced,
+renamed over the target, and then the directory is fsynced: a crash leaves the old file
+or the new one, never half of one. The temporary file is named
+``.<name>.fnad-<host>-<pid>-<random>.tmp`` (<host>: a hash of the host name and PID
+namespace). Each save first deletes the temporary files in its directory that a crashed
+save left behind: those matching that pattern, made on this host, whose process is gone
+(no such pid, a zombie, or a pid that was reused by a process started after the file
+was last written). Files of live processes, of other hosts and of other programs are
+never touched. The target is treated as ``open(path, "w")`` would treat it, but
+atomically: a symlink is followed and the file it points to is replaced (the link stays;
+a dangling link creates its target), a directory or other non-regular file is refused,
+and a file without write permission raises PermissionError. Root, whom the OS lets write
+anything, is refused too when the file has no write bit at all (mode 0444): a
+write-protected checkpoint is protected from every user. Overwriting keeps the file's
+mode (and its owner, where the OS allows).
+
+Loading treats the file as hostile: every header field is checked (duplicate JSON keys,
+dtypes, shapes numpy can represent, contiguous offsets within the file) and so is the
+tree description (version, node types, each node's keys and value types, key counts);
+anything else raises FileFormatError. Loading never imports a module and never runs
+code named by the file: a namedtuple comes back as its original class only when that
+class is already imported, is reachable from ``sys.modules[module]`` through plain
+``__dict__`` lookups (no module ``__getattr__``), is a direct tuple subclass and has
+exactly the stored fields; the instance is then made with ``tuple.__new__`` (no
+``__new__`` of the class runs). Otherwise the node becomes an instance of a new
+``collections.namedtuple`` with the stored type name and fields.
 """
+import collections
+import errno
+import hashlib
 import json
+import keyword
 import math
 import os
+import re
+import reprlib
+import stat
 import sys
 import tempfile
 
@@ -35,13 +65,21 @@ _DTYPE_CODES = {
 _CODE_OF = {np.dtype(t): code for code, t in _DTYPE_CODES.items()}
 _TREE_KEY = "fnad.tree"
 _FORMAT_VERSION = 1
+_INTP_MAX = np.iinfo(np.intp).max
+_EFFECTIVE_IDS = os.access in os.supports_effective_ids
+_short = reprlib.Repr()
+_short.maxstring = _short.maxother = 80
 
 
 # --------------------------------------------------------------------------- save
 
 def save(path, tree, metadata=None):
     """Write the pytree `tree` to `path` as safetensors. `metadata`: optional extra
-    {str: str} entries for the header's ``__metadata__``."""
+    {str: str} entries for the header's ``__metadata__``. A symlink at `path` is
+    written through (its target is replaced, the link kept); a target without write
+    permission raises PermissionError, also for root when it has no write bit at all.
+    Temporary files of earlier crashed saves in the same directory are deleted (see the
+    module docstring for the exact rule)."""
     tensors = []            # (name, numpy array), in leaf order
     structure = _encode(tree, (), tensors, set())
     meta = {_TREE_KEY: json.dumps({"version": _FORMAT_VERSION, "tree": structure},
@@ -64,10 +102,10 @@ def save(path, tree, metadata=None):
 
 
 def _write_atomically(path, header_bytes, arrays):
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
-                               suffix=".tmp")
+    target = _writable_target(os.fspath(path))
+    directory = os.path.dirname(target)
+    _remove_stale_temporaries(directory)
+    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp", prefix=_temp_prefix(target))
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(len(header_bytes).to_bytes(8, "little"))
@@ -76,9 +114,8 @@ def _write_atomically(path, header_bytes, arrays):
                 _write_tensor(f, a)
             f.flush()
             os.fsync(f.fileno())
-        # mkstemp makes the file private (0600); give it the mode a plain open() would.
-        os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
+        _copy_ownership_and_mode(target, tmp)
+        os.replace(tmp, target)
     except BaseException:
         try:
             os.unlink(tmp)
@@ -88,11 +125,44 @@ def _write_atomically(path, header_bytes, arrays):
     _fsync_directory(directory)
 
 
-def _mode_for(path):
+def _writable_target(path):
+    """The absolute path of the regular file that `open(path, "w")` would write, after
+    checking that it may be written."""
+    target = os.path.realpath(path)
+    if os.path.islink(target):      # realpath stops at a symlink loop
+        raise OSError(errno.ELOOP, f"fnad.io.save: too many levels of symbolic links "
+                                   f"resolving {path!r}", path)
     try:
-        return os.stat(path).st_mode & 0o7777      # overwriting: keep the file's mode
-    except OSError:
-        return 0o666 & ~_umask()
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "fnad.io.save: the path is a directory",
+                                path)
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "fnad.io.save: the path is not a regular file (a "
+                                    "device, FIFO or socket); save to a file", path)
+    if st.st_mode & 0o222 == 0 or not os.access(target, os.W_OK,
+                                                 effective_ids=_EFFECTIVE_IDS):
+        raise PermissionError(errno.EACCES, f"fnad.io.save: the file is write-protected "
+                                            f"(mode {stat.filemode(st.st_mode)}); make it "
+                                            f"writable or save elsewhere", path)
+    return target
+
+
+def _copy_ownership_and_mode(target, tmp):
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        # mkstemp makes the file private (0600); give it the mode a plain open() would.
+        os.chmod(tmp, 0o666 & ~_umask())
+        return
+    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        except OSError:
+            pass        # only root may give a file away; the new file is then ours
+    os.chmod(tmp, st.st_mode & 0o7777)      # after chown, which clears setuid bits
 
 
 def _umask():
@@ -125,6 +195,80 @@ def _fsync_directory(directory):
     finally:
         os.close(fd)
 
+
+# --------------------------------------------------------------------------- temporaries
+
+def _host_tag():
+    """Which pid numbering a pid in a temporary file's name belongs to: two hosts
+    sharing a directory (NFS), or two containers with their own PID namespaces, must not
+    judge each other's processes dead."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    return hashlib.sha256(f"{os.uname().nodename}\0{namespace}".encode()).hexdigest()[:8]
+
+
+_HOST = _host_tag()
+_TEMP_NAME = re.compile(r"\A\..*\.fnad-(?P<host>[0-9a-f]{8})-(?P<pid>[1-9][0-9]{0,9})-"
+                        r"[a-z0-9_]{8}\.tmp\Z", re.DOTALL)
+_CLOCK_SLACK_S = 60     # wall-clock steps between a process's start and its writes
+
+
+def _temp_prefix(target):
+    # The name is cut short so the temporary's name stays within NAME_MAX.
+    return f".{os.path.basename(target)[:64]}.fnad-{_HOST}-{os.getpid()}-"
+
+
+def _remove_stale_temporaries(directory):
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        match = _TEMP_NAME.match(entry.name)
+        if match is None or match["host"] != _HOST:
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and _creator_gone(int(match["pid"]), st.st_mtime):
+                os.unlink(entry.path)
+        except OSError:
+            pass        # gone already (a concurrent save cleaned it), or not ours to delete
+
+
+def _creator_gone(pid, last_write):
+    """Whether the process that wrote a file last at `last_write` (a time.time()) under
+    the pid `pid` has ended. Unsure means no."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass            # alive, another user's
+    except OSError:
+        return False
+    state, started = _process_state_and_start(pid)
+    if state == "Z":
+        return True     # killed, not yet reaped: it writes nothing more
+    return started is not None and started > last_write + _CLOCK_SLACK_S
+
+
+def _process_state_and_start(pid):
+    """(state letter, start time as a time.time()) of a Linux process, from /proc;
+    (None, None) where that cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/stat") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        ticks = os.sysconf("SC_CLK_TCK")
+        return fields[0], boot + int(fields[19]) / ticks
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None, None
+
+
+# --------------------------------------------------------------------------- encoding
 
 def _encode(x, path, tensors, names):
     """The JSON description of the subtree x; array leaves are appended to tensors."""
@@ -193,7 +337,8 @@ def _describe_path(path):
 def load(path, like=None):
     """Read a pytree written by `save`. With `like` (a template pytree), check that the
     file holds the same structure with leaves of the same shapes and dtypes, and return
-    it in the template's own container types."""
+    it in the template's own container types. Any defect of the file raises
+    FileFormatError; loading imports nothing and runs no code the file names."""
     with open(path, "rb") as f:
         data = f.read()
     header, body_start = _read_header(path, data)
@@ -208,6 +353,25 @@ def load(path, like=None):
     return tree
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs):
+    # Python's json keeps the last of two equal keys; a file naming a tensor or a tree
+    # field twice is ambiguous, so it is refused.
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _DuplicateKey(f"the key {_short.repr(twice)} appears twice in one object")
+    return obj
+
+
+def _parse_json(text):
+    return json.loads(text, object_pairs_hook=_unique_keys)
+
+
 def _read_header(path, data):
     if len(data) < 8:
         raise FileFormatError(path, f"truncated: {len(data)} bytes, too short to hold the "
@@ -217,7 +381,9 @@ def _read_header(path, data):
         raise FileFormatError(path, f"truncated or not a safetensors file: the header "
                                     f"length says {n} bytes but only {len(data) - 8} follow")
     try:
-        header = json.loads(data[8:8 + n].decode("utf-8"))
+        header = _parse_json(data[8:8 + n].decode("utf-8"))
+    except _DuplicateKey as e:
+        raise FileFormatError(path, f"corrupted header: {e}") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise FileFormatError(path, f"corrupted header: not valid JSON ({e})") from None
     if not isinstance(header, dict):
@@ -255,30 +421,42 @@ def _read_tensors(path, header, data, body_start):
                                     f"tensor are not described by the header")
     arrays = {}
     for begin, end, name, dtype, shape in entries:
-        raw = np.frombuffer(data, dtype=dtype.newbyteorder("<"), count=math.prod(shape),
-                            offset=body_start + begin)
-        arrays[name] = raw.astype(dtype).reshape(shape)     # a native-order copy
+        try:
+            raw = np.frombuffer(data, dtype=dtype.newbyteorder("<"),
+                                count=math.prod(shape), offset=body_start + begin)
+            arrays[name] = raw.astype(dtype).reshape(shape)     # a native-order copy
+        except ValueError as e:     # a safety net under _check_entry's checks
+            raise FileFormatError(path, f"corrupted header: tensor {name!r} of shape "
+                                        f"{_short.repr(shape)} cannot be read ({e})") from None
     return arrays
 
 
 def _check_entry(path, name, info):
     if not (isinstance(info, dict) and {"dtype", "shape", "data_offsets"} <= set(info)):
         raise FileFormatError(path, f"corrupted header: the entry for tensor {name!r} needs "
-                                    f"'dtype', 'shape' and 'data_offsets', got {info!r}")
+                                    f"'dtype', 'shape' and 'data_offsets', got "
+                                    f"{_short.repr(info)}")
     code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-    if code not in _DTYPE_CODES:
-        raise FileFormatError(path, f"dtype mismatch: tensor {name!r} has dtype {code!r}, "
-                                    f"which fnad does not read; known: "
+    if not isinstance(code, str) or code not in _DTYPE_CODES:
+        raise FileFormatError(path, f"dtype mismatch: tensor {name!r} has dtype "
+                                    f"{_short.repr(code)}, which fnad does not read; known: "
                                     + ", ".join(_DTYPE_CODES))
     if not (isinstance(shape, list) and all(_is_count(d) for d in shape)):
-        raise FileFormatError(path, f"corrupted header: tensor {name!r} has shape {shape!r}; "
-                                    f"expected a list of non-negative ints")
+        raise FileFormatError(path, f"corrupted header: tensor {name!r} has shape "
+                                    f"{_short.repr(shape)}; expected a list of "
+                                    f"non-negative ints")
+    dtype = np.dtype(_DTYPE_CODES[code])
+    # numpy's own limits, checked here so that no shape reaches numpy to fail there.
+    if len(shape) > 64 or math.prod(d for d in shape if d) * dtype.itemsize > _INTP_MAX:
+        raise FileFormatError(path, f"corrupted header: tensor {name!r} has shape "
+                                    f"{_short.repr(shape)}, beyond what numpy can hold "
+                                    f"(at most 64 dimensions, and at most 2**63 - 1 bytes "
+                                    f"counting only the nonzero dimensions)")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(map(_is_count, offsets))
             and offsets[0] <= offsets[1]):
         raise FileFormatError(path, f"offsets out of range: tensor {name!r} has data_offsets "
-                                    f"{offsets!r}; expected [begin, end] with "
+                                    f"{_short.repr(offsets)}; expected [begin, end] with "
                                     f"0 <= begin <= end")
-    dtype = np.dtype(_DTYPE_CODES[code])
     nbytes = math.prod(shape) * dtype.itemsize
     if offsets[1] - offsets[0] != nbytes:
         raise FileFormatError(path, f"dtype mismatch: tensor {name!r} of dtype {code} and "
@@ -291,74 +469,223 @@ def _is_count(x):
     return type(x) is int and x >= 0
 
 
+# --------------------------------------------------------------------------- the tree
+
+class _BadTree(ValueError):
+    def __init__(self, where, message):
+        super().__init__(f"at {_describe_path(where)}: {message}")
+
+
 def _decode_structure(path, text, arrays):
+    reader = _TreeReader(arrays)
     try:
-        doc = json.loads(text)
-        node = doc["tree"]
-    except (ValueError, TypeError, KeyError, RecursionError) as e:
+        doc = _parse_json(text)
+        tree = reader.read(_check_document(doc), ())
+    except _BadTree as e:
+        raise FileFormatError(path, f"corrupted header: bad tree description {e}") from None
+    except (ValueError, RecursionError) as e:
         raise FileFormatError(path, f"corrupted header: the {_TREE_KEY!r} metadata is not "
                                     f"a valid tree description ({e})") from None
-    used = set()
-    try:
-        tree = _decode(node, arrays, used)
-    except (KeyError, TypeError, ValueError, IndexError, RecursionError) as e:
-        raise FileFormatError(path, f"corrupted header: bad tree description ({e})") from None
-    unused = set(arrays) - used
+    unused = set(arrays) - reader.used
     if unused:
         raise FileFormatError(path, f"corrupted header: tensors {sorted(unused)} are not "
                                     f"part of the stored tree")
     return tree
 
 
-def _decode(node, arrays, used):
-    t = node["t"]
-    if t == "none":
-        return None
-    if t == "bool":
-        return bool(node["v"])
-    if t == "int":
-        return int(node["v"])
-    if t == "float":
-        return float.fromhex(node["v"])
-    if t == "str":
-        return str(node["v"])
-    if t == "array":
-        name = node["name"]
-        if name not in arrays:
-            raise KeyError(f"the tree refers to a tensor {name!r} that the header lacks")
-        used.add(name)
-        value = arrays[name]
-        kind = node.get("kind", "fnad")
-        if kind == "numpy":
-            return value
-        if kind == "numpy_scalar":
-            return value[()]
-        return Array(value)
-    children = [_decode(c, arrays, used) for c in node["c"]]
-    if t == "list":
-        return children
-    if t == "tuple":
-        return tuple(children)
-    if t == "dict":
-        keys = [int(v) if kind == "int" else str(v) for kind, v in node["keys"]]
-        return dict(zip(keys, children))
-    if t == "namedtuple":
-        return _namedtuple_class(node["module"], node["name"], node["fields"])(*children)
-    raise ValueError(f"unknown node type {t!r}")
+def _check_document(doc):
+    if not (isinstance(doc, dict) and set(doc) == {"version", "tree"}):
+        raise _BadTree((), f"expected an object with the keys 'version' and 'tree', got "
+                           f"{_short.repr(doc)}")
+    version = doc["version"]
+    if type(version) is not int:
+        raise _BadTree((), f"the format version must be an integer, got {version!r}")
+    if version != _FORMAT_VERSION:
+        raise _BadTree((), f"format version {version} is unknown; this fnad reads version "
+                           f"{_FORMAT_VERSION} (was the file written by a newer fnad?)")
+    return doc["tree"]
 
 
-def _namedtuple_class(module, qualname, fields):
-    """The namedtuple class that was saved, if its module is already imported (loading
-    never imports code); otherwise a new namedtuple class with the same name and fields."""
-    cls = sys.modules.get(module)
+# The keys each node type has, exactly: a missing or an extra key is a defect.
+_NODE_KEYS = {"none": {"t"}, "bool": {"t", "v"}, "int": {"t", "v"}, "float": {"t", "v"},
+              "str": {"t", "v"}, "array": {"t", "name", "kind"}, "list": {"t", "c"},
+              "tuple": {"t", "c"}, "dict": {"t", "keys", "c"},
+              "namedtuple": {"t", "module", "name", "fields", "c"}}
+_INT_TEXT = re.compile(r"\A-?(0|[1-9][0-9]*)\Z")
+_FLOAT_TEXT = re.compile(r"\A(-?(0x[0-9a-f]+(\.[0-9a-f]+)?p[+-][0-9]+|inf)|nan)\Z")   # float.hex
+_ARRAY_KINDS = ("fnad", "numpy", "numpy_scalar")
+
+
+class _TreeReader:
+    """Rebuilds a tree from its description, checking every node; remembers which
+    tensors it used and the namedtuple classes it made."""
+
+    def __init__(self, arrays):
+        self.arrays, self.used, self.classes = arrays, set(), {}
+
+    def read(self, node, where):
+        t = node.get("t") if isinstance(node, dict) else None
+        if not (isinstance(t, str) and t in _NODE_KEYS):
+            raise _BadTree(where, f"expected a node object with a known 't' (one of "
+                                  f"{sorted(_NODE_KEYS)}), got {_short.repr(node)}")
+        if set(node) != _NODE_KEYS[t]:
+            raise _BadTree(where, f"a {t!r} node has the keys {sorted(node)}; expected "
+                                  f"{sorted(_NODE_KEYS[t])}")
+        return _NODE_READERS[t](self, node, where)
+
+    def children(self, node, labels, where):
+        return [self.read(c, where + (label,)) for label, c in zip(labels, node["c"])]
+
+
+def _read_leaf(kind, check, expected, convert=lambda v: v):
+    def read(reader, node, where):
+        v = node["v"]
+        if not check(v):
+            raise _BadTree(where, f"a {kind!r} node's value must be {expected}, got "
+                                  f"{_short.repr(v)}")
+        try:
+            return convert(v)
+        except (ValueError, OverflowError) as e:
+            raise _BadTree(where, f"bad {kind!r} value {_short.repr(v)} ({e})") from None
+    return read
+
+
+def _is_int_text(v):
+    return type(v) is str and _INT_TEXT.match(v) is not None
+
+
+def _is_float_text(v):
+    return type(v) is str and _FLOAT_TEXT.match(v) is not None
+
+
+def _is_str(v):
+    return type(v) is str
+
+
+def _read_array(reader, node, where):
+    name, kind = node["name"], node["kind"]
+    if not (type(name) is str and name in reader.arrays):
+        raise _BadTree(where, f"refers to a tensor {_short.repr(name)} that the header "
+                              f"lacks")
+    if name in reader.used:
+        raise _BadTree(where, f"refers to the tensor {name!r} a second time")
+    if kind not in _ARRAY_KINDS:
+        raise _BadTree(where, f"unknown array kind {_short.repr(kind)}; expected one of "
+                              f"{list(_ARRAY_KINDS)}")
+    reader.used.add(name)
+    value = reader.arrays[name]
+    if kind == "numpy":
+        return value
+    if kind == "numpy_scalar":
+        if value.shape != ():
+            raise _BadTree(where, f"a numpy scalar refers to the tensor {name!r} of shape "
+                                  f"{value.shape}")
+        return value[()]
+    return Array(value)
+
+
+def _checked_children(node, count, where):
+    if not isinstance(node["c"], list):
+        raise _BadTree(where, f"the children 'c' must be a list, got {_short.repr(node['c'])}")
+    if count is not None and len(node["c"]) != count:
+        raise _BadTree(where, f"{count} names but {len(node['c'])} children")
+
+
+def _read_sequence(reader, node, where):
+    _checked_children(node, None, where)
+    children = reader.children(node, range(len(node["c"])), where)
+    return children if node["t"] == "list" else tuple(children)
+
+
+def _read_dict(reader, node, where):
+    keys = node["keys"]
+    if not (isinstance(keys, list) and all(_is_dict_key(k) for k in keys)):
+        raise _BadTree(where, f"dict keys must be a list of ['str', text] and ['int', "
+                              f"integer] pairs, got {_short.repr(keys)}")
+    keys = [v for _, v in keys]
+    if len(set(keys)) != len(keys):
+        raise _BadTree(where, f"the dict names a key twice: {_short.repr(keys)}")
+    _checked_children(node, len(keys), where)
+    return dict(zip(keys, reader.children(node, keys, where)))
+
+
+def _is_dict_key(k):
+    return (isinstance(k, list) and len(k) == 2 and
+            ((k[0] == "str" and type(k[1]) is str) or (k[0] == "int" and type(k[1]) is int)))
+
+
+def _read_namedtuple(reader, node, where):
+    module, qualname, fields = node["module"], node["name"], node["fields"]
+    if not (type(module) is str and type(qualname) is str and isinstance(fields, list)):
+        raise _BadTree(where, "a namedtuple needs a module and a name (strings) and a list "
+                              "of field names")
+    bad = [f for f in fields if not _is_field_name(f)]
+    if bad or len(set(fields)) != len(fields):
+        raise _BadTree(where, f"namedtuple fields must be distinct identifiers that are "
+                              f"not keywords and do not start with '_', got "
+                              f"{_short.repr(fields)}")
+    _checked_children(node, len(fields), where)
+    key = (module, qualname, tuple(fields))
+    if key not in reader.classes:
+        reader.classes[key] = (_imported_namedtuple(module, qualname, fields) or
+                               _new_namedtuple(qualname, fields, where))
+    return tuple.__new__(reader.classes[key], reader.children(node, fields, where))
+
+
+def _is_field_name(f):
+    return (type(f) is str and f.isascii() and f.isidentifier() and
+            not keyword.iskeyword(f) and not f.startswith("_"))
+
+
+def _imported_namedtuple(module, qualname, fields):
+    """The class `module.qualname` if it is already imported and is a namedtuple with
+    these fields, found through plain __dict__ lookups only, so that no module
+    __getattr__ (a lazy import) or descriptor runs; None otherwise."""
+    obj = sys.modules.get(module)
     for part in qualname.split("."):
-        cls = getattr(cls, part, None)
-    if isinstance(cls, type) and issubclass(cls, tuple) and \
-            list(getattr(cls, "_fields", ())) == list(fields):
-        return cls
-    from collections import namedtuple
-    return namedtuple(qualname.split(".")[-1].replace("<", "_").replace(">", "_"), fields)
+        if type(obj) is type:
+            namespace = type.__dict__["__dict__"].__get__(obj)
+        elif issubclass(type(obj), type(sys)):
+            namespace = type(sys).__dict__["__dict__"].__get__(obj)
+        else:
+            return None
+        obj = namespace.get(part)
+    if not (type(obj) is type and obj.__bases__ == (tuple,)):
+        return None
+    stored = type.__dict__["__dict__"].__get__(obj).get("_fields")
+    if type(stored) is tuple and all(type(f) is str for f in stored) and \
+            stored == tuple(fields):
+        return obj
+    return None
 
+
+def _new_namedtuple(qualname, fields, where):
+    name = re.sub(r"\W", "_", qualname.rsplit(".", 1)[-1])
+    if not name.isidentifier() or keyword.iskeyword(name):
+        name = "_" + name
+    try:
+        return collections.namedtuple(name, fields)
+    except (ValueError, SyntaxError) as e:
+        raise _BadTree(where, f"cannot make a namedtuple {name!r} with fields "
+                              f"{_short.repr(fields)} ({e})") from None
+
+
+_NODE_READERS = {
+    "none": lambda reader, node, where: None,
+    "bool": _read_leaf("bool", lambda v: type(v) is bool, "true or false"),
+    "int": _read_leaf("int", _is_int_text, "a string of decimal digits", int),
+    "float": _read_leaf("float", _is_float_text, "a float.hex() string",
+                        float.fromhex),
+    "str": _read_leaf("str", _is_str, "a string"),
+    "array": _read_array,
+    "list": _read_sequence,
+    "tuple": _read_sequence,
+    "dict": _read_dict,
+    "namedtuple": _read_namedtuple,
+}
+
+
+# --------------------------------------------------------------------------- templates
 
 def _match_template(path, tree, like):
     leaves, treedef = tree_flatten(tree)

@@ -212,7 +212,8 @@ def test_corrupted_header_json(tmp_path):
     ({"x": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, "not described"),
     ({"__metadata__": {"fnad.tree": "{not json"},
       "x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, "tree description"),
-    ({"__metadata__": {"fnad.tree": json.dumps({"tree": {"t": "array", "name": "zz"}})},
+    ({"__metadata__": {"fnad.tree": json.dumps({"version": 1, "tree": {
+        "t": "array", "name": "zz", "kind": "fnad"}})},
       "x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, "'zz'"),
     ({"__metadata__": {"fnad.tree": "[" * 100000 + "]" * 100000},
       "x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, "tree description"),

@@ -15,8 +15,9 @@ turns them into batches of fnad Arrays.
 """
 import functools
 import gzip
-import io as _io
+import math
 import os
+import zlib
 
 import numpy as np
 
@@ -78,43 +79,86 @@ _IDX_TYPES = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"
               0x0C: np.dtype(">i4"), 0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 
 
-def load_idx(path):
+# The size limit of load_idx by default: far above MNIST (47 MB) and the largest IDX
+# sets in common use (EMNIST ByClass, 547 MB), far below what a small hostile gzip file
+# could otherwise expand to.
+MAX_IDX_BYTES = 2 ** 30
+_CHUNK = 1 << 24
+
+
+def load_idx(path, max_bytes=MAX_IDX_BYTES):
     """The array stored in the IDX file `path` (gzip-compressed or not, judged by its
-    content), with native byte order."""
-    data = _read_maybe_gzip(path)
-    if len(data) < 4:
-        raise FileFormatError(path, f"truncated: {len(data)} bytes, too short for an IDX "
+    content), with native byte order. A file whose header declares more than
+    `max_bytes` bytes of data raises FileFormatError before anything is decompressed
+    or allocated; a larger trusted file needs a larger `max_bytes`. Decompression stops
+    one byte past the declared size, so no file expands beyond it."""
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        stream = gzip.GzipFile(fileobj=raw) if gzipped else raw
+        try:
+            return _read_idx(path, stream, max_bytes)
+        except (OSError, EOFError, zlib.error) as e:
+            if not gzipped:
+                raise
+            raise FileFormatError(path, f"truncated or corrupted gzip data ({e})") from None
+
+
+def _read_idx(path, stream, max_bytes):
+    magic = _read_at_most(stream, 4)
+    if len(magic) < 4:
+        raise FileFormatError(path, f"truncated: {len(magic)} bytes, too short for an IDX "
                                     f"magic number")
-    zero, code, ndim = int.from_bytes(data[:2], "big"), data[2], data[3]
+    zero, code, ndim = int.from_bytes(magic[:2], "big"), magic[2], magic[3]
     if zero != 0 or code not in _IDX_TYPES:
-        raise FileFormatError(path, f"bad magic number 0x{data[:4].hex()}: not an IDX file "
+        raise FileFormatError(path, f"bad magic number 0x{magic.hex()}: not an IDX file "
                                     f"(expected 0x0000 then a type code in "
                                     f"{[hex(c) for c in _IDX_TYPES]} and the rank)")
-    dims_end = 4 + 4 * ndim
-    if len(data) < dims_end:
+    dims = _read_at_most(stream, 4 * ndim)
+    if len(dims) < 4 * ndim:
         raise FileFormatError(path, f"truncated: the header announces {ndim} dimensions but "
-                                    f"the file ends after {len(data)} bytes")
-    shape = tuple(int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
+                                    f"the file ends after {4 + len(dims)} bytes")
+    shape = tuple(int.from_bytes(dims[4 * i:4 * i + 4], "big") for i in range(ndim))
     dtype = _IDX_TYPES[code]
-    expected = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    found = len(data) - dims_end
-    if found != expected:
-        what = "truncated" if found < expected else "corrupted"
+    expected = _declared_bytes(path, shape, dtype, max_bytes)
+    data = _read_at_most(stream, expected + 1)
+    if len(data) != expected:
+        what = "truncated" if len(data) < expected else "corrupted"
+        found = f"{len(data)}" if len(data) < expected else "more"
         raise FileFormatError(path, f"{what}: shape {shape} of {dtype.newbyteorder('=')} "
                                     f"needs {expected} data bytes, the file has {found}")
-    array = np.frombuffer(data, dtype=dtype, offset=dims_end).reshape(shape)
-    return array.astype(dtype.newbyteorder("="))
+    array = np.frombuffer(data, dtype=dtype).reshape(shape)
+    return array.astype(dtype.newbyteorder("="), copy=False)
 
 
-def _read_maybe_gzip(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    if data[:2] == b"\x1f\x8b":
-        try:
-            with gzip.GzipFile(fileobj=_io.BytesIO(data)) as g:
-                return g.read()
-        except (OSError, EOFError) as e:
-            raise FileFormatError(path, f"truncated or corrupted gzip data ({e})") from None
+def _declared_bytes(path, shape, dtype, max_bytes):
+    """The data size the header declares, after checking it against the limits."""
+    if any(d >= 2 ** 31 for d in shape):     # the format's dimensions are signed int32
+        raise FileFormatError(path, f"corrupted: shape {shape} has a dimension beyond "
+                                    f"2**31 - 1 (negative as the format's int32)")
+    if len(shape) > 64 or math.prod(d for d in shape if d) * dtype.itemsize > \
+            np.iinfo(np.intp).max:
+        raise FileFormatError(path, f"corrupted: shape {shape} is beyond what numpy can "
+                                    f"hold (at most 64 dimensions, and at most 2**63 - 1 "
+                                    f"bytes counting only the nonzero dimensions)")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > max_bytes:
+        raise FileFormatError(path, f"too large: shape {shape} of "
+                                    f"{dtype.newbyteorder('=')} declares {nbytes} bytes, "
+                                    f"more than max_bytes={max_bytes}; pass a larger "
+                                    f"max_bytes to load a file you trust")
+    return nbytes
+
+
+def _read_at_most(stream, n):
+    """Up to n bytes of stream, read (and decompressed) a chunk at a time, so that the
+    memory used follows what the file holds, not what its header claims."""
+    data = bytearray()
+    while len(data) < n:
+        chunk = stream.read(min(_CHUNK, n - len(data)))
+        if not chunk:
+            break
+        data += chunk
     return data
 
 
@@ -126,10 +170,11 @@ _MNIST_FILES = {
 }
 
 
-def load_mnist(directory):
+def load_mnist(directory, max_bytes=MAX_IDX_BYTES):
     """MNIST (or Fashion-MNIST) from the four standard files in `directory`, each raw or
     with a .gz suffix. Returns ((train_images, train_labels), (test_images,
-    test_labels)): images float32 [N, 28, 28] scaled to [0, 1], labels int32 [N]."""
+    test_labels)): images float32 [N, 28, 28] scaled to [0, 1], labels int32 [N].
+    `max_bytes`: the size limit of each file's data, as in `load_idx`."""
     parts = {}
     for part, names in _MNIST_FILES.items():
         candidates = [os.path.join(directory, n + ext) for n in names for ext in ("", ".gz")]
@@ -138,7 +183,7 @@ def load_mnist(directory):
             raise FileNotFoundError(f"load_mnist: no {part.replace('_', ' ')} file in "
                                     f"{directory}; looked for "
                                     + ", ".join(os.path.basename(c) for c in candidates))
-        parts[part] = (found, load_idx(found))
+        parts[part] = (found, load_idx(found, max_bytes))
     out = []
     for split in ("train", "test"):
         (image_path, images), (label_path, labels) = (parts[split + "_images"],
