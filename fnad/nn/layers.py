@@ -13,6 +13,7 @@ a whole network's state is one pytree that goes in and comes out of the step.
 import numpy as np
 
 from .. import numpy as fnp
+from ..errors import ShapeError
 from . import activations as A
 from . import initializers as init
 
@@ -89,6 +90,10 @@ def Dense(out_dim, W_init=None, b_init=None):
     b_init = b_init or init.normal(1e-6)
 
     def init_fn(key, input_shape):
+        if not input_shape or input_shape[-1] <= 0:
+            raise ShapeError(f"nn.Dense({out_dim}) needs inputs with features on the last "
+                             f"axis, (..., features), features > 0; got input shape "
+                             f"{tuple(input_shape)}")
         k1, k2 = _split(key, 2)
         W = W_init(k1, (input_shape[-1], out_dim))
         b = b_init(k2, (out_dim,))
@@ -96,6 +101,10 @@ def Dense(out_dim, W_init=None, b_init=None):
 
     def apply_fn(params, x, **kw):
         W, b = params
+        if not x.ndim or x.shape[-1] != W.shape[0]:
+            raise ShapeError(f"nn.Dense({out_dim}) was initialized for {W.shape[0]} input "
+                             f"features (weight {tuple(W.shape)}) but got an input of shape "
+                             f"{tuple(x.shape)}; features go on the last axis")
         return fnp.matmul(x, W) + b
     return Layer(init_fn, apply_fn)
 
@@ -116,20 +125,52 @@ def _output_shape(apply_fn, params, input_shape, dtype=np.float32):
     return tuple(-1 if i in batch else n for i, n in enumerate(out))
 
 
-def _conv_layer(convolve, out_chan, filter_shape, W_init, b_init):
+def _channels_last(spatial_rank):
+    return {1: "NWC", 2: "NHWC", 3: "NDHWC"}.get(spatial_rank, "N" + "S" * spatial_rank + "C")
+
+
+def _check_spatial(name, layout, input_shape, output_shape):
+    """A clear error where a channels-last layer meets an input whose rank differs from
+    its layout's, or whose spatial size comes out zero or negative -- which is what a
+    channels-first (NCHW, PyTorch's) input usually does."""
+    input_shape = tuple(input_shape)
+    hint = (f"{name} expects {layout} inputs (batch, spatial..., channels); got input "
+            f"shape {input_shape}")
+    if len(input_shape) != len(layout):
+        raise ShapeError(f"{hint}, of rank {len(input_shape)} instead of {len(layout)}")
+    if output_shape is not None and any(n <= 0 for n in tuple(output_shape)[1:-1]):
+        raise ShapeError(f"{hint}, which leaves an output of spatial size "
+                         f"{tuple(output_shape)[1:-1]}. For channels-first (NCHW) data, "
+                         f"move the channels last, e.g. fnad.numpy.transpose(x, (0, 2, 3, 1))")
+
+
+def _conv_layer(name, layout, convolve, out_chan, filter_shape, W_init, b_init):
     """A layer y = convolve(x, W) + b with an HWIO kernel W and a bias per channel."""
     W_init = W_init or init.he_normal()
     b_init = b_init or init.normal(1e-6)
 
     def init_fn(key, input_shape):
+        _check_spatial(name, layout, input_shape, None)
+        if input_shape[-1] <= 0:
+            raise ShapeError(f"{name} got an input of shape {tuple(input_shape)}, with no "
+                             f"channels on the last axis ({layout})")
         k1, k2 = _split(key, 2)
         W = W_init(k1, tuple(filter_shape) + (input_shape[-1], out_chan))
         b = b_init(k2, (out_chan,))
-        return _output_shape(apply_fn, (W, b), input_shape), (W, b)
+        output_shape = _output_shape(apply_fn, (W, b), input_shape)
+        return output_shape, (W, b)
 
     def apply_fn(params, x, **kw):
         W, b = params
-        return convolve(x, W) + b
+        _check_spatial(name, layout, x.shape, None)
+        if x.shape[-1] != W.shape[-2]:
+            raise ShapeError(f"{name} was initialized for {W.shape[-2]} input channels "
+                             f"(kernel {tuple(W.shape)}) but got an input of shape "
+                             f"{tuple(x.shape)}, with {x.shape[-1]} channels on the last axis "
+                             f"({layout})")
+        y = convolve(x, W)
+        _check_spatial(name, layout, x.shape, y.shape)
+        return y + b
     return Layer(init_fn, apply_fn)
 
 
@@ -143,6 +184,7 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
                          f"('NHWC', 'HWIO', 'NHWC'); got {dimension_numbers}")
     strides = tuple(strides or (1,) * len(filter_shape))
     return _conv_layer(
+        "nn.Conv", lhs_spec,
         lambda x, W: _lax_conv().conv_general_dilated(x, W, strides, padding,
                                                       dimension_numbers=dimension_numbers),
         out_chan, filter_shape, W_init, b_init)
@@ -159,6 +201,7 @@ def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=
     """The transpose (gradient) of Conv, over NHWC inputs with an HWIO kernel."""
     strides = tuple(strides or (1,) * len(filter_shape))
     return _conv_layer(
+        "nn.ConvTranspose", _channels_last(len(filter_shape)),
         lambda x, W: _lax_conv().conv_transpose(x, W, strides, padding,
                                                 dimension_numbers=("NHWC", "HWIO", "NHWC")),
         out_chan, filter_shape, W_init, b_init)
@@ -171,14 +214,21 @@ def _pool(kind, window_shape, strides=None, padding="VALID"):
     window = (1,) + tuple(window_shape) + (1,)
     full_strides = (1,) + strides + (1,)
 
+    name = "nn.MaxPool" if kind == "max" else "nn.AvgPool"
+    layout = _channels_last(len(window_shape))
+
     def init_fn(key, input_shape):
         return _output_shape(apply_fn, (), input_shape), ()
 
     def apply_fn(params, x, **kw):
+        _check_spatial(name, layout, x.shape, None)
         lc = _lax_conv()
         if kind == "max":
-            return lc.max_pool(x, window, full_strides, padding)
-        return lc.avg_pool(x, window, full_strides, padding)
+            y = lc.max_pool(x, window, full_strides, padding)
+        else:
+            y = lc.avg_pool(x, window, full_strides, padding)
+        _check_spatial(name, layout, x.shape, y.shape)
+        return y
     return Layer(init_fn, apply_fn)
 
 

@@ -1,5 +1,14 @@
-"""Losses, mean-reduced over the batch unless said otherwise; numerically stable."""
+"""Losses, mean-reduced over the batch unless said otherwise; numerically stable.
+
+Integer class labels must lie in [0, num_classes). A concrete label outside raises
+IndexError naming it; a traced one (under jit or vmap, where its value is unknown
+until the kernels run) makes the loss of its example NaN, so the mean is NaN rather
+than a silently smaller loss. JAX instead gives such an example a loss of 0.
+"""
+import numpy as np
+
 from .. import numpy as fnp
+from ..core import Tracer
 from ..numpy._core import promote_inexact, as_operand
 from .activations import log_softmax, one_hot, softplus
 
@@ -9,26 +18,44 @@ def mse(predictions, targets):
     return fnp.mean((predictions - targets) ** 2)
 
 
-def _as_one_hot(labels, num_classes, dtype):
+def _check_classes(labels, num_classes):
+    """None for a concrete array of labels in range (IndexError for one outside), or
+    for traced labels the mask of those in range."""
+    if isinstance(labels, Tracer):
+        return (labels >= 0) & (labels < num_classes)
+    value = np.asarray(labels)
+    bad = value[(value < 0) | (value >= num_classes)]
+    if bad.size:
+        raise IndexError(f"label {bad.flat[0]} is outside the {num_classes} classes "
+                         f"[0, {num_classes}) of the logits ({bad.size} of {value.size} "
+                         f"labels are)")
+    return None
+
+
+def _log_likelihood(log_probs, labels):
+    """sum(targets * log_probs) over the last axis, one per example; labels are
+    integer classes or one-hot / probability rows."""
     labels = as_operand(labels)
-    if labels.dtype.kind in "iu":
-        return one_hot(labels, num_classes, dtype=dtype)
-    return labels.astype(dtype)
+    if labels.dtype.kind not in "iu":
+        return fnp.sum(labels.astype(log_probs.dtype) * log_probs, axis=-1)
+    num_classes = log_probs.shape[-1]
+    valid = _check_classes(labels, num_classes)
+    targets = one_hot(labels, num_classes, dtype=log_probs.dtype)
+    per_example = fnp.sum(targets * log_probs, axis=-1)
+    return per_example if valid is None else fnp.where(valid, per_example, np.nan)
 
 
 def softmax_cross_entropy(logits, labels):
     """Mean of -sum(labels * log_softmax(logits)); labels are integer classes or
     one-hot / probability rows."""
     logits, = promote_inexact(logits)
-    targets = _as_one_hot(labels, logits.shape[-1], logits.dtype)
-    return -fnp.mean(fnp.sum(targets * log_softmax(logits, axis=-1), axis=-1))
+    return -fnp.mean(_log_likelihood(log_softmax(logits, axis=-1), labels))
 
 
 def nll(log_probs, labels):
     """Negative log-likelihood of integer labels (or one-hot rows) under log_probs."""
     log_probs, = promote_inexact(log_probs)
-    targets = _as_one_hot(labels, log_probs.shape[-1], log_probs.dtype)
-    return -fnp.mean(fnp.sum(targets * log_probs, axis=-1))
+    return -fnp.mean(_log_likelihood(log_probs, labels))
 
 
 def binary_cross_entropy_with_logits(logits, labels):

@@ -12,7 +12,7 @@ import numpy as np
 from ..core import (Trace, Tracer, use_trace, current_trace, bind_custom, EVAL, _wrap,
                     _concrete_operand)
 from ..array import Array, CudaArray
-from ..errors import GradientError
+from ..errors import GradientError, DTypeError
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import (flatten_fun_output, check_float_input, zeros_like, as_value,
                     normalize_argnums)
@@ -289,11 +289,25 @@ def vjp(fun, *primals, has_aux=False):
         if tree_ct != tree_out:
             raise ValueError(f"vjp: the cotangent's structure {tree_ct} differs from the "
                              f"output's {tree_out}")
-        flat_ct = [as_value(c, f"cotangent {i}") for i, c in enumerate(flat_ct)]
+        flat_ct = [_user_cotangent(c, o, i) for i, (c, o) in enumerate(zip(flat_ct, flat_out))]
         return tree_unflatten(tree_in, _pullback(trace, flat_in, inputs, flat_out, flat_ct))
 
     result = (tree_unflatten(tree_out, [_primal(trace, o) for o in flat_out]), vjp_fn)
     return result + (aux,) if has_aux else result
+
+
+def _user_cotangent(c, out, i):
+    """The user's cotangent for output i. It must have the output's dtype, as in JAX:
+    a float64 or integer cotangent would otherwise make a float64 gradient for float32
+    inputs. A Python scalar is weakly typed and takes the output's dtype."""
+    if isinstance(c, (bool, int, float)) and out.dtype.kind == "f":
+        return Array(np.asarray(c, out.dtype))
+    c = as_value(c, f"cotangent {i}")
+    if out.dtype.kind == "f" and c.dtype != out.dtype:
+        raise DTypeError(f"vjp: cotangent {i} has dtype {c.dtype} but the output it pulls "
+                         f"back has dtype {out.dtype} (shape {tuple(out.shape)}); pass a "
+                         f"cotangent of dtype {out.dtype}, e.g. with .astype")
+    return c
 
 
 def _as_fnad(g):
