@@ -77,10 +77,18 @@ def immutable_error():
         "an updated copy")
 
 
+def weakly_typed(value):
+    """An Array of `value` (a 0-d numpy array made from a Python scalar) marked weak."""
+    out = Array(value)
+    out._weak = True
+    return out
+
+
 class Array:
     # _committed: set (only) on arrays device_put to the cpu by name. Other cpu
     # Arrays, like JAX's uncommitted ones, follow a GPU operand onto its device.
-    __slots__ = ("_value", "_committed")
+    # _weak: set (only) by weakly_typed(), for arrays made from one Python scalar.
+    __slots__ = ("_value", "_committed", "_weak")
     __array_priority__ = 100
 
     def __init__(self, value):
@@ -108,6 +116,16 @@ class Array:
     def aval(self):
         from .core import ShapedArray
         return ShapedArray(self._value.shape, self._value.dtype)
+
+    @property
+    def weak_type(self):
+        """True for an array made from a Python scalar (fnad.numpy.asarray(0.0)), as in
+        JAX: it promotes like that scalar, and as a loop's initial carry it takes the
+        dtype the body gives it. Results of operations are never weak."""
+        try:
+            return self._weak
+        except AttributeError:
+            return False
 
     @property
     def device(self):

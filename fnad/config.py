@@ -5,15 +5,43 @@
     fnad.config.disable_jit = True          # run jitted functions eagerly (debugging)
     fnad.config.background_compile = False  # wait for Numba instead of running kernels
                                             # through numpy while they compile
+    fnad.config.update("jax_enable_x64", True)  # Python scalars and new arrays default
+                                            # to float64/int64 instead of float32/int32
+
+enable_x64 starts from the environment (JAX_ENABLE_X64 or FNAD_ENABLE_X64 = 1/0,
+true/false) and is also readable as config.jax_enable_x64, as in JAX.
 """
+import os
 import sys
+import types
 
 log_compiles = False
 explain_cache_misses = False
 disable_jit = False
 background_compile = True
 
-_FLAGS = ("log_compiles", "explain_cache_misses", "disable_jit", "background_compile")
+_FLAGS = ("log_compiles", "explain_cache_misses", "disable_jit", "background_compile",
+          "enable_x64")
+
+
+def _truth(name, text):
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on", "y", "t"):
+        return True
+    if value in ("0", "false", "no", "off", "n", "f", ""):
+        return False
+    raise ValueError(f"environment variable {name}={text!r} is not a truth value; "
+                     f"use 1 or 0 (true or false)")
+
+
+def _x64_from_environment():
+    for name in ("FNAD_ENABLE_X64", "JAX_ENABLE_X64"):
+        if name in os.environ:
+            return _truth(name, os.environ[name])
+    return False
+
+
+enable_x64 = _x64_from_environment()
 
 
 def update(name, value):
@@ -24,4 +52,20 @@ def update(name, value):
             name = name[len(prefix):]
     if name not in _FLAGS:
         raise AttributeError(f"fnad.config has no flag {name!r}; flags: {', '.join(_FLAGS)}")
+    if name == "enable_x64":
+        value = bool(value)
     setattr(sys.modules[__name__], name, value)
+
+
+class _Config(types.ModuleType):
+    # JAX's spelling of the x64 flag, read and written through the one real flag.
+    @property
+    def jax_enable_x64(self):
+        return self.enable_x64
+
+    @jax_enable_x64.setter
+    def jax_enable_x64(self, value):
+        self.enable_x64 = bool(value)
+
+
+sys.modules[__name__].__class__ = _Config

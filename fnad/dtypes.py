@@ -1,22 +1,92 @@
-"""fnad's dtype rules: numpy's promotion, Python scalars weak, a fixed supported set."""
+"""fnad's dtype rule, stated once (docs/dtypes.md has the tables).
+
+The rule is JAX's type-promotion lattice, with one deliberate difference: fnad never
+silently narrows, so float64 (and int64) inputs keep their width whether or not x64
+is on. Python scalars are weakly typed: they take the dtype of the arrays they meet
+unless their kind is higher (`x32 * 2.0` is float32, `int_array * 2.5` the default
+float). Values made only from Python scalars, and the creation functions, get the
+default dtypes: float32/int32, or float64/int64 with `config.enable_x64`.
+"""
 import numpy as np
 
+from . import config
 from .errors import DTypeError
 
-float32 = np.dtype(np.float32)
-float64 = np.dtype(np.float64)
-int32 = np.dtype(np.int32)
-int64 = np.dtype(np.int64)
 bool_ = np.dtype(np.bool_)
+int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+uint8, uint16, uint32, uint64 = (np.dtype(t)
+                                 for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
-SUPPORTED = frozenset({
-    bool_, np.dtype(np.int8), np.dtype(np.int16), int32, int64,
-    np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64),
-    np.dtype(np.float16), float32, float64,
-})
+SUPPORTED = frozenset({bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                       float16, float32, float64})
 
-# New arrays built from Python scalars (no dtype to inherit) take these, as in JAX.
-DEFAULT_FOR_PYTHON = {bool: bool_, int: int32, float: float32}
+# The weak types: the lattice's places for Python ints and floats (and arrays made from
+# them), which resolve to the default dtypes once no array fixes a width.
+WEAK_INT, WEAK_FLOAT = "int*", "float*"
+
+# JAX's lattice: each type's immediate supertypes. The least upper bound of two types
+# is their promotion; there is no complex and no bfloat16 in fnad.
+_LATTICE = {
+    bool_: [WEAK_INT],
+    WEAK_INT: [uint8, int8],
+    uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64],
+    uint64: [WEAK_FLOAT],
+    int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
+    WEAK_FLOAT: [float16], float16: [float32], float32: [float64], float64: [],
+}
+
+
+def _upper_bounds():
+    ups = {}
+
+    def visit(t):
+        if t not in ups:
+            ups[t] = {t}.union(*(visit(s) for s in _LATTICE[t]))
+        return ups[t]
+    for t in _LATTICE:
+        visit(t)
+    return ups
+
+
+def _join_table():
+    ups = _upper_bounds()
+    table = {}
+    for a in _LATTICE:
+        for b in _LATTICE:
+            common = ups[a] & ups[b]
+            least = [t for t in common if ups[t] == common]
+            assert len(least) == 1, (a, b)      # a lattice: every pair has one join
+            table[a, b] = least[0]
+    return table
+
+
+_JOIN = _join_table()
+
+# Two arrays: a weak float only comes out of uint64 with a signed integer, where JAX's
+# promote_types says float64 (in both modes), the one float that holds both ranges best.
+_PROMOTE = {(a, b): float64 if j == WEAK_FLOAT else j
+            for (a, b), j in _JOIN.items() if a in SUPPORTED and b in SUPPORTED}
+
+
+def default_float():
+    return float64 if config.enable_x64 else float32
+
+
+def default_int():
+    return int64 if config.enable_x64 else int32
+
+
+def default_uint():
+    return uint64 if config.enable_x64 else uint32
+
+
+def _resolve(t):
+    if t is WEAK_FLOAT:
+        return default_float()
+    if t is WEAK_INT:
+        return default_int()
+    return t
 
 
 def check_supported(dtype, what="array"):
@@ -32,29 +102,75 @@ def is_float(dtype):
     return dtype.kind == "f"
 
 
+def promote_types(a, b):
+    """The dtype two arrays of dtypes a and b combine to (jax.numpy.promote_types)."""
+    a, b = check_supported(a), check_supported(b)
+    return _PROMOTE[a, b]
+
+
+def lattice_type(x):
+    """x's place in the lattice: a weak type for Python ints and floats, the Python
+    types int and float, and weakly typed arrays; otherwise a dtype."""
+    if x is int or type(x) is int:
+        return WEAK_INT
+    if x is float or type(x) is float:
+        return WEAK_FLOAT
+    if x is bool or type(x) is bool:
+        return bool_
+    if getattr(x, "weak_type", False):
+        return WEAK_FLOAT if x.dtype.kind == "f" else WEAK_INT
+    return check_supported(x.dtype if hasattr(x, "dtype") else x)
+
+
+def result_type(*args):
+    """The dtype of combining args (arrays, dtypes, Python scalars), as
+    jax.numpy.result_type: arrays promote on the lattice, Python scalars are weak."""
+    if not args:
+        raise ValueError("result_type: at least one array or dtype is required")
+    strong = weak = None
+    for x in args:
+        t = lattice_type(x)
+        if t is WEAK_INT or t is WEAK_FLOAT:
+            weak = t if weak is None else _JOIN[weak, t]
+        else:
+            strong = t if strong is None else _JOIN[strong, t]
+    if strong is None:
+        return _resolve(weak)
+    if strong is WEAK_FLOAT:        # uint64 with a signed integer (see _PROMOTE)
+        return float64
+    return strong if weak is None else _resolve(_JOIN[strong, weak])
+
+
+def to_inexact(dtype):
+    """The float an integer or bool dtype computes in (true division, exp, mean):
+    float32 for up to 32 bits, the default float for 64-bit integers, as in JAX."""
+    if dtype.kind == "f":
+        return dtype
+    return default_float() if dtype.itemsize == 8 else float32
+
+
 def canonical_python_dtype(value):
     """The dtype a Python scalar becomes when it is the only source of a dtype."""
-    try:
-        return DEFAULT_FOR_PYTHON[type(value)]
-    except KeyError:
-        for base, dt in DEFAULT_FOR_PYTHON.items():
-            if isinstance(value, base):
-                return dt
-        raise DTypeError(f"cannot make an fnad array from a {type(value).__name__}") from None
+    t = type(value)
+    if t is float:
+        return default_float()
+    if t is bool:
+        return bool_
+    if t is int:
+        return default_int()
+    for base, dt in ((bool, bool_), (int, None), (float, None)):
+        if isinstance(value, base):
+            return dt or (default_int() if base is int else default_float())
+    raise DTypeError(f"cannot make an fnad array from a {type(value).__name__}")
 
 
 _weak_cache = {}
 
 
 def weak_result_dtype(dtype, scalar):
-    """numpy's (NEP 50) result of combining an array of `dtype` with a Python scalar:
-    the scalar adopts the array's dtype unless its kind is higher (float with int)."""
-    key = (dtype, type(scalar))
+    """The dtype of combining an array of `dtype` with the Python scalar `scalar`."""
+    key = (dtype, type(scalar), config.enable_x64)
     out = _weak_cache.get(key)
     if out is None:
-        out = _weak_cache[key] = np.result_type(dtype, type(scalar)(0))
+        out = _weak_cache[key] = result_type(dtype, type(scalar))
     return out
-
-
-def result_dtype(*dtypes):
-    return np.result_type(*dtypes)

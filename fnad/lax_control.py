@@ -6,14 +6,16 @@ staged Programs; whatever the functions capture becomes an operand of it. So the
 loop or branch is one operation to every transform, and under jit one call.
 
 As in JAX, a carry keeps its shape and dtype from one iteration to the next, and
-branches return values of one type. A Python scalar in an initial carry is weakly
-typed: it takes the dtype the body gives it (`fori_loop(0, n, f, 0.0)` with a
-float64 body carries float64).
+branches return values of one type. A Python scalar in an initial carry, or an array
+made from one (`fnad.numpy.asarray(0.0)`, weakly typed), takes the dtype the body
+gives it when promotion allows (`fori_loop(0, n, f, 0.0)` with a float64 body carries
+float64; a float carry never becomes an integer one).
 """
 import builtins
 
 import numpy as np
 
+from . import dtypes
 from .array import Array
 from .core import ShapedArray
 from .errors import ShapeError, DTypeError
@@ -32,13 +34,23 @@ def _aval(x):
     return ShapedArray(x.shape, x.dtype)
 
 
+def _weak_kind(x):
+    """int or float for a weakly typed carry leaf (a Python scalar, or an array made from
+    one), bool for a Python bool; None for a leaf whose dtype is fixed."""
+    if type(x) in (bool, int, float):
+        return type(x)
+    if type(x) is Array and x.weak_type:
+        return float if x.dtype.kind == "f" else int
+    return None
+
+
 def _is_weak(x):
-    return type(x) in (bool, int, float)
+    return _weak_kind(x) is not None
 
 
 def _leaves(tree, what):
     leaves, treedef = tree_flatten(tree)
-    return [as_value(x, what) for x in leaves], treedef, [_is_weak(x) for x in leaves]
+    return [as_value(x, what) for x in leaves], treedef, [_weak_kind(x) for x in leaves]
 
 
 def _in_tree(*trees):
@@ -60,13 +72,19 @@ def _check_carry(what, in_tree, out_tree, in_avals, out_avals, weak):
     for i, (a, b, w) in enumerate(zip(in_avals, out_avals, weak)):
         if a == b:
             continue
-        if w and a.shape == b.shape:
+        # A weak leaf takes the body's dtype when it would promote to it (as in JAX).
+        if w is not None and a.shape == b.shape and dtypes.result_type(w, b.dtype) == b.dtype:
             promote[i] = b.dtype
             continue
+        hint = ""
+        if {a.dtype, b.dtype} == {dtypes.float32, dtypes.float64}:
+            hint = (" (fnad keeps float64 inputs float64; to carry float64, give the "
+                    "initial value float64, or turn on fnad.config.update("
+                    "'jax_enable_x64', True) so new values default to float64)")
         raise TypeError(f"{what} must return a carry with the shapes and dtypes of its input "
                         f"carry, but carry leaf {i} goes in as {a} and comes out as {b} "
                         f"(carry structure {in_tree}); give the initial value the dtype "
-                        f"and shape the body produces")
+                        f"and shape the body produces{hint}")
     return promote
 
 
@@ -181,7 +199,7 @@ def while_loop(cond_fun, body_fun, init_val):
         if not promote:
             break
         init = [_cast(x, promote[i]) if i in promote else x for i, x in enumerate(init)]
-        weak = [False] * len(init)
+        weak = [None] * len(init)
 
     def cond_flat(*leaves):
         out = as_value(cond_fun(tree_unflatten(treedef, list(leaves))), "while_loop cond_fun")
@@ -225,11 +243,11 @@ def fori_loop(lower, upper, body_fun, init_val, unroll=None):
 
 
 def _index_dtype(lower, upper):
-    dtypes = [np.dtype(x.dtype) for x in (lower, upper) if hasattr(x, "dtype")]
-    for x in dtypes:
+    given = [np.dtype(x.dtype) for x in (lower, upper) if hasattr(x, "dtype")]
+    for x in given:
         if x.kind not in "iu":
             raise DTypeError(f"fori_loop: lower and upper must be integers, got {x}")
-    return np.result_type(*dtypes) if dtypes else np.dtype(np.int32)
+    return dtypes.result_type(*given) if given else dtypes.default_int()
 
 
 # --------------------------------------------------------------------------- scan, map
@@ -262,7 +280,7 @@ def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
         if not promote:
             break
         carry = [_cast(c, promote[i]) if i in promote else c for i, c in enumerate(carry)]
-        weak = [False] * len(carry)
+        weak = [None] * len(carry)
     outs = scan_p.bind(*body.consts, *carry, *xs_flat, body=body.program,
                        num_consts=len(body.consts), num_carry=len(carry), length=length,
                        reverse=bool(reverse))

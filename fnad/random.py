@@ -16,7 +16,8 @@ draws built on them (`categorical`, `choice` with `p`) agree but for such roundi
 Differences from JAX, on purpose:
 - keys are always raw uint32[2] arrays; `key` and `PRNGKey` are the same (no typed
   key arrays), and `key_data` / `wrap_key_data` are identities.
-- dtypes follow fnad: float32 and int32 by default, float64 and int64 on request.
+- dtypes follow fnad: the default float and int (float32 and int32; float64 and int64
+  with fnad.config.update("jax_enable_x64", True)), others on request.
 - a Python int seed keeps all 64 bits: key(2**40 + 5) is [256, 5] (JAX with x64);
   an integer array seed of 32 bits or fewer gives [0, seed].
 - `fold_in` takes Python ints modulo 2**32.
@@ -29,6 +30,7 @@ import numpy as np
 
 from . import numpy as jnp
 from . import lax
+from . import dtypes
 from .array import Array
 from .core import Tracer
 from .errors import DTypeError, ShapeError
@@ -154,7 +156,7 @@ def _shape(name, shape, *param_shapes):
 
 
 def _float_dtype(name, dtype):
-    dtype = np.dtype(np.float32 if dtype is None else dtype)
+    dtype = np.dtype(dtypes.default_float() if dtype is None else dtype)
     if dtype.kind != "f":
         raise DTypeError(f"{name} draws floating-point values; dtype {dtype} is not one "
                          f"(use float32 or float64)")
@@ -271,7 +273,7 @@ def bits(key, shape=(), dtype=None):
     return random_bits(key, _shape("bits", shape), dtype.itemsize * 8)
 
 
-def uniform(key, shape=(), dtype=jnp.float32, minval=0., maxval=1.):
+def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
     """Uniform floats in [minval, maxval)."""
     key = _check_key("uniform", key)
     dtype = _float_dtype("uniform", dtype)
@@ -279,7 +281,7 @@ def uniform(key, shape=(), dtype=jnp.float32, minval=0., maxval=1.):
     return _uniform(key, shape, dtype, minval, maxval)
 
 
-def normal(key, shape=(), dtype=jnp.float32):
+def normal(key, shape=(), dtype=None):
     """Standard normal floats: sqrt(2) * erfinv(u) for u uniform in (-1, 1), as JAX
     (inverse-CDF sampling: one uniform per value and no rejection)."""
     key = _check_key("normal", key)
@@ -290,7 +292,7 @@ def normal(key, shape=(), dtype=jnp.float32):
     return _erfinv(u) * np.array(math.sqrt(2), dtype)
 
 
-def truncated_normal(key, lower, upper, shape=None, dtype=jnp.float32):
+def truncated_normal(key, lower, upper, shape=None, dtype=None):
     """Standard normal values conditioned on lower < x < upper: the inverse CDF of a
     uniform between erf(lower / sqrt 2) and erf(upper / sqrt 2)."""
     key = _check_key("truncated_normal", key)
@@ -333,12 +335,12 @@ def _int_bound(x, wide):
     return Array(value.astype(wide))
 
 
-def randint(key, shape, minval, maxval, dtype=jnp.int32):
+def randint(key, shape, minval, maxval, dtype=None):
     """Integers uniform in [minval, maxval) (maxval may exceed the dtype: randint(key,
     s, 0, 256, uint8) covers every uint8). As JAX: two draws of the dtype's width
     combined modulo the span, so the bias is about span**2 / 2**(2 * bits)."""
     key = _check_key("randint", key)
-    dtype = np.dtype(np.int32 if dtype is None else dtype)
+    dtype = np.dtype(dtypes.default_int() if dtype is None else dtype)
     if dtype.kind not in "iu" or dtype.itemsize * 8 not in (8, 16, 32, 64):
         raise DTypeError(f"randint: dtype must be an 8, 16, 32 or 64-bit integer dtype, "
                          f"got {dtype}")
@@ -444,7 +446,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     else:
         p = p if isinstance(p, (Array, Tracer)) else jnp.asarray(p)
         if p.dtype.kind != "f":
-            p = jnp.astype(p, np.float32)
+            p = jnp.astype(p, dtypes.default_float())
         if tuple(p.shape) != (n_inputs,):
             raise ShapeError(f"choice: p must be None or a vector of the population size "
                              f"({n_inputs},), got shape {tuple(p.shape)}")
@@ -457,7 +459,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
             # Gumbel top-k: the n_draws largest of log p + Gumbel noise.
             g = gumbel(key, (n_inputs,), p.dtype) + _log(p)
             ind = jnp.argsort(-g)[:n_draws]
-        ind = jnp.astype(ind, np.int32)
+        ind = jnp.astype(ind, dtypes.default_int())
         result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
     out_shape = shape if arr.ndim == 0 else \
         tuple(arr.shape[:axis]) + shape + tuple(arr.shape[axis + 1:])
@@ -470,7 +472,7 @@ def categorical(key, logits, axis=-1, shape=None):
     key = _check_key("categorical", key)
     logits = logits if isinstance(logits, (Array, Tracer)) else jnp.asarray(logits)
     if logits.dtype.kind != "f":
-        logits = jnp.astype(logits, np.float32)
+        logits = jnp.astype(logits, dtypes.default_float())
     axis = _axis("categorical", axis, logits.ndim)
     batch_shape = tuple(np.delete(logits.shape, axis))
     shape = batch_shape if shape is None else _shape("categorical", shape, batch_shape)
@@ -482,7 +484,7 @@ def categorical(key, logits, axis=-1, shape=None):
     return jnp.argmax(noise + expanded, axis=axis - logits.ndim)
 
 
-def gumbel(key, shape=(), dtype=jnp.float32):
+def gumbel(key, shape=(), dtype=None):
     """Standard Gumbel values: -log(-log(u)), u uniform in [tiny, 1)."""
     key = _check_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
@@ -490,7 +492,7 @@ def gumbel(key, shape=(), dtype=jnp.float32):
     return -_log(-_log(u))
 
 
-def exponential(key, shape=(), dtype=jnp.float32):
+def exponential(key, shape=(), dtype=None):
     """Standard exponential values: -log(1 - u)."""
     key = _check_key("exponential", key)
     dtype = _float_dtype("exponential", dtype)

@@ -2,7 +2,9 @@
 a composite of primitives, so derivatives, batching and fusion come for free."""
 import numpy as _np
 
-from ..dtypes import float32, float64, int32, int64, bool_  # noqa: F401
+from ..dtypes import (float16, float32, float64, int8, int16, int32, int64,  # noqa: F401
+                      uint8, uint16, uint32, uint64, bool_)
+from ..dtypes import result_type, promote_types  # noqa: F401  (JAX's lattice, not numpy's)
 from ._core import asarray, array, astype  # noqa: F401
 from ._elementwise import *  # noqa: F401,F403
 from ._elementwise import abs, round, divmod  # noqa: F401
@@ -17,13 +19,10 @@ from ._einsum import einsum  # noqa: F401
 from . import linalg  # noqa: F401
 from ._methods import attach as _attach
 
-float16 = _np.dtype(_np.float16)
-int8, int16 = _np.dtype(_np.int8), _np.dtype(_np.int16)
-uint8, uint32 = _np.dtype(_np.uint8), _np.dtype(_np.uint32)
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 dtype = _np.dtype
 finfo, iinfo = _np.finfo, _np.iinfo
-result_type, promote_types, issubdtype = _np.result_type, _np.promote_types, _np.issubdtype
+issubdtype = _np.issubdtype
 floating, integer, number, inexact = _np.floating, _np.integer, _np.number, _np.inexact
 
 from ..array import Array as ndarray  # noqa: E402,F811

@@ -1,9 +1,10 @@
-"""Turning user values into fnad values, and numpy's promotion rules."""
+"""Turning user values into fnad values, and applying fnad's promotion rule
+(fnad.dtypes: JAX's lattice, Python scalars weak, float64 never narrowed)."""
 import math
 
 import numpy as np
 
-from ..array import Array
+from ..array import Array, weakly_typed
 from ..core import Tracer
 from .. import dtypes
 from ..primitives.elementwise import convert_element_type_p
@@ -11,22 +12,28 @@ from ..primitives.elementwise import convert_element_type_p
 
 def asarray(a, dtype=None, copy=None):
     """An fnad value for `a`. numpy arrays are copied, so later writes to them cannot
-    change the fnad Array; Python floats become float32 and ints int32."""
+    change the fnad Array; Python floats and ints take the default dtypes (float32 and
+    int32, float64 and int64 with x64), and a lone Python scalar gives a weakly typed
+    array, as in JAX."""
     if isinstance(a, (Array, Tracer)):
-        return a if dtype is None else astype(a, dtype)
+        if dtype is None:
+            return a
+        out = astype(a, dtype)
+        # An explicit dtype makes the value strongly typed, as in JAX.
+        return Array(out._value) if out is a and a.weak_type else out
     if isinstance(a, (np.ndarray, np.generic)):
         value = np.array(a, dtype=dtype)
+    elif type(a) in (int, float):
+        if dtype is None:
+            return weakly_typed(np.asarray(a, dtypes.canonical_python_dtype(a)))
+        value = np.asarray(a, dtype)
     elif isinstance(a, (bool, int, float)):
         value = np.asarray(a, dtype if dtype is not None else dtypes.canonical_python_dtype(a))
     elif isinstance(a, (list, tuple)):
         if any(isinstance(x, (Array, Tracer)) for x in a):
             from ._shapes import stack
             return stack([asarray(x, dtype) for x in a])
-        if dtype is None:
-            dtype = _sequence_dtype(a)
-        value = np.array(a, dtype=dtype)
-        if dtype is None:
-            value = value.astype(_default_for_python_sequence(value.dtype), copy=False)
+        value = np.array(a, dtype=dtype if dtype is not None else _sequence_dtype(a))
     else:
         raise TypeError(f"cannot convert a {type(a).__name__} to an fnad array")
     dtypes.check_supported(value.dtype)
@@ -37,33 +44,23 @@ array = asarray
 
 
 def _sequence_dtype(seq):
-    """The dtype of a nested sequence holding typed values: theirs, with the Python
-    scalars beside them weak (None when there are only Python scalars)."""
-    leaves, typed = [], []
+    """The dtype of a nested sequence: the promotion of its leaves, the Python scalars
+    among them weak (so [1, 2.5] is the default float). None for leaves fnad cannot
+    place (numpy then picks a dtype, which check_supported judges)."""
+    leaves = []
     stack = [seq]
     while stack:
         for x in stack.pop():
             if isinstance(x, (list, tuple)):
                 stack.append(x)
-            elif isinstance(x, (np.ndarray, np.generic, Array)):
-                typed.append(x.dtype)
-            else:
+            elif isinstance(x, (np.ndarray, np.generic, Array)) or type(x) in (int, float,
+                                                                               bool):
                 leaves.append(x)
-    if not typed:
-        return None
-    dtype = np.result_type(*typed)
-    for x in leaves:
-        if type(x) in (int, float, bool):
-            dtype = dtypes.weak_result_dtype(dtype, x)
-    return dtype
-
-
-def _default_for_python_sequence(dtype):
-    if dtype.kind == "f":
-        return dtypes.float32
-    if dtype.kind in "iu":
-        return dtypes.int32
-    return dtype
+            else:
+                return None
+    if not leaves:
+        return dtypes.default_float()       # numpy's empty lists are float
+    return dtypes.result_type(*leaves)
 
 
 def as_operand(x):
@@ -74,7 +71,7 @@ def as_operand(x):
 
 
 def dtype_of(x):
-    return x.dtype if hasattr(x, "dtype") else np.result_type(x)
+    return x.dtype if hasattr(x, "dtype") else dtypes.result_type(x)
 
 
 def astype(x, dtype):
@@ -90,27 +87,14 @@ def _is_python_scalar(x):
 
 
 def promote(*args):
-    """Operands converted to their common dtype by numpy's rules. Python scalars are
-    weak: they take the dtype of the array operands unless their kind is higher."""
-    arrays = [a for a in args if not _is_python_scalar(a)]
-    if not arrays:
-        arrays = [asarray(args[0])]
-        args = (arrays[0],) + args[1:]
-    arrays = [as_operand(a) for a in arrays]
-    dtype = arrays[0].dtype
-    for a in arrays[1:]:
-        if a.dtype != dtype:
-            dtype = np.promote_types(dtype, a.dtype)
-    for a in args:
-        if _is_python_scalar(a):
-            dtype = dtypes.weak_result_dtype(dtype, a)
-    out, it = [], iter(arrays)
-    for a in args:
-        if _is_python_scalar(a):
-            out.append(np.asarray(a, dtype))
-        else:
-            out.append(astype(next(it), dtype))
-    return out
+    """Operands converted to their common dtype (fnad.dtypes.result_type). Python
+    scalars and weakly typed arrays take the dtype of the others unless their kind is
+    higher (a float with integers gives the default float)."""
+    ops = [a if _is_python_scalar(a) else as_operand(a) for a in args]
+    if ops and all(_is_python_scalar(a) for a in ops):
+        ops[0] = asarray(ops[0])
+    dtype = dtypes.result_type(*ops)
+    return [np.asarray(a, dtype) if _is_python_scalar(a) else astype(a, dtype) for a in ops]
 
 
 _constants = {}     # dtype -> {Python value -> read-only 0-d array}
@@ -160,11 +144,12 @@ def promote_pair(x, y):
 
 
 def promote_inexact(*args):
-    """promote, then to floating point (as numpy does for true division, exp, ...)."""
+    """promote, then to floating point for true division, exp, mean, ...: integers and
+    bools compute in float32, 64-bit integers in the default float (as JAX)."""
     out = promote(*args)
     dtype = out[0].dtype
     if dtype.kind != "f":
-        dtype = np.promote_types(dtype, np.float16)
+        dtype = dtypes.to_inexact(dtype)
         out = [astype(o, dtype) if isinstance(o, (Array, Tracer)) else o.astype(dtype)
                for o in out]
     return out

@@ -7,7 +7,11 @@ from ._core import as_operand
 
 
 def _dtype(dtype, fill=0.0):
+    """An explicit dtype, else the default one for a Python `fill` (float32/int32, or
+    float64/int64 with x64)."""
     if dtype is None:
+        if isinstance(fill, (np.generic, np.ndarray)):
+            return dtypes.check_supported(fill.dtype)
         return dtypes.canonical_python_dtype(fill)
     return dtypes.check_supported(dtype)
 
@@ -64,11 +68,9 @@ def full_like(a, fill_value, dtype=None, shape=None):
 
 def arange(start, stop=None, step=1, dtype=None):
     if dtype is None:
-        kinds = [type(v) for v in (start, stop, step) if v is not None]
-        dtype = dtypes.float32 if float in kinds else (
-            np.result_type(*[v for v in (start, stop, step) if v is not None])
-            if any(isinstance(v, (np.generic, np.ndarray)) for v in (start, stop, step))
-            else dtypes.int32)
+        # As JAX: the bounds' result type, Python numbers weak (arange(5) is the
+        # default int, arange(0.5) the default float, arange(np.int8(5)) int8).
+        dtype = dtypes.result_type(*[v for v in (start, stop, step) if v is not None])
     return Array(np.arange(start, stop, step, dtype=dtypes.check_supported(dtype)))
 
 

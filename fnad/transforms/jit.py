@@ -265,7 +265,7 @@ class Jitted:
         flat, in_tree = tree_flatten((dynamic, dyn_kwargs))
         flat = [as_value(x, "jit argument") for x in flat]
         avals = tuple(ShapedArray(x.shape, x.dtype) for x in flat)
-        key = (in_tree, avals, static)
+        key = (in_tree, avals, static, config.enable_x64)   # x64 changes what f traces to
         entry = self.cache.get(key)
         if entry is None:
             if config.explain_cache_misses and self.cache:
@@ -299,7 +299,7 @@ class Jitted:
                 key = tuple([(type(a), a._value.shape, a._value.dtype) for a in args])
             except AttributeError:
                 key = None
-            fast = self.fast.get(key)
+            fast = self.fast.get((config.enable_x64, key))
             if fast is not None:
                 out = fast(args)
                 if out is not _OTHER_DEVICE:
@@ -312,7 +312,8 @@ class Jitted:
                 and all(isinstance(a, Array) for a in args) \
                 and len({a.device for a in args}) <= 1 \
                 and not any(isinstance(c, Tracer) for c in closed.consts):
-            key = tuple((type(a), a._value.shape, a._value.dtype) for a in args)
+            key = (config.enable_x64,
+                   tuple((type(a), a._value.shape, a._value.dtype) for a in args))
             on_gpu = args and type(args[0]) is CudaArray
             self.fast[key] = (_fast_cuda_call(closed, out_tree, args[0].device) if on_gpu
                               else _fast_call(closed, out_tree))
