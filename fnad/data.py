@@ -43,20 +43,20 @@ def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0):
     # Leaves on a GPU are gathered on the host and their batches put back there.
     places = [leaf.device if isinstance(leaf, CudaArray) else None for leaf in leaves]
     n = _num_examples(arrays, treedef)
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-            or batch_size < 1:
-        raise ValueError(f"batches: batch_size must be a positive int, got {batch_size!r}")
-    if isinstance(prefetch, bool) or not isinstance(prefetch, (int, np.integer)) \
-            or prefetch < 0:
-        raise ValueError(f"batches: prefetch must be an int >= 0, got {prefetch!r}")
+    batch_size = _check_count(batch_size, "batches", "batch_size", 1)
+    prefetch = _check_count(prefetch, "batches", "prefetch", 0)
+    _check_flag(drop_last, "batches", "drop_last")
     order = np.arange(n) if key is None else _permutation(n, key)
     stop = n - n % batch_size if drop_last else n
     bounds = [(i, min(i + batch_size, n)) for i in range(0, stop, batch_size)]
-    return Batches(arrays, places, treedef, order, bounds, int(prefetch))
+    return Batches(arrays, places, treedef, order, bounds, prefetch)
 
 
 def num_batches(num_examples, batch_size, drop_last=False):
     """How many batches `batches` yields for num_examples examples."""
+    num_examples = _check_count(num_examples, "num_batches", "num_examples", 0)
+    batch_size = _check_count(batch_size, "num_batches", "batch_size", 1)
+    _check_flag(drop_last, "num_batches", "drop_last")
     full, rest = divmod(num_examples, batch_size)
     return full + (1 if rest and not drop_last else 0)
 
@@ -168,6 +168,24 @@ def _gather(arrays, places, treedef, indices):
         Array(np.take(a, indices, axis=0)) if device is None
         else device_put(np.take(a, indices, axis=0), device)
         for a, device in zip(arrays, places)])
+
+
+def _check_count(value, fn, name, minimum):
+    """value as a Python int >= minimum. A bool or float is refused rather than
+    truncated: batch_size=True or 32.5 is a mistake, not a batch size."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{fn}: {name} must be an int, got {value!r} of type "
+                        f"{type(value).__name__}")
+    if value < minimum:
+        bound = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ValueError(f"{fn}: {name} must be {bound}, got {value}")
+    return int(value)
+
+
+def _check_flag(value, fn, name):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{fn}: {name} must be True or False, got {value!r} of type "
+                        f"{type(value).__name__}")
 
 
 def _as_numpy(leaf, index, treedef):

@@ -56,3 +56,25 @@ class FileFormatError(FnadError, ValueError):
 
 class DeviceError(FnadError, ValueError):
     """Operands on different devices, or a device that does not exist."""
+
+
+class TreeStructureError(FnadError, ValueError):
+    """A pytree whose structure does not fit the one it must match or be a prefix of
+    (vmap's in_axes/out_axes against the arguments/outputs): node types, lengths or
+    dict keys differ. The message gives the path of the first difference."""
+
+
+class AxisSpecError(FnadError, TypeError):
+    """A vmap in_axes/out_axes whose leaves are not ints or None (a bool, float or
+    string is refused), or an in_axes that is not an int, None or a tuple."""
+
+
+class ArgnumsError(FnadError, TypeError, ValueError):
+    """argnums, static_argnums, donate_argnums or nondiff_argnums that are not int
+    positions (a bool is refused), list a position twice, or name no positional
+    argument of the call."""
+
+
+class HasAuxError(FnadError, TypeError):
+    """A function transformed with has_aux=True that does not return a pair
+    (output, aux)."""

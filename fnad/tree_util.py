@@ -4,6 +4,8 @@ with these functions, so parameters can be any such structure."""
 from collections import namedtuple
 import functools
 
+from .errors import TreeStructureError
+
 _registry = {}
 
 PyTreeNodeDef = namedtuple("PyTreeNodeDef", ["flatten", "unflatten"])
@@ -210,3 +212,61 @@ def flatten_up_to(treedef, tree):
     for sub_def, child in zip(treedef.children, children):
         out.extend(flatten_up_to(sub_def, child))
     return out
+
+
+def broadcast_prefix(prefix, full, is_leaf=None, name="prefix", full_name="tree"):
+    """One entry per leaf of `full`: the leaf of `prefix` that sits above it.
+
+    `prefix` must be a prefix of `full`: the same nodes (type, length, dict keys,
+    custom aux data) down to wherever `prefix` has a leaf, which then stands for the
+    whole subtree of `full` below it (vmap's in_axes: an int for a whole dict of
+    arrays). `is_leaf` marks further leaves of `prefix` (vmap passes ``x is None``).
+    A mismatch raises TreeStructureError naming the path from `name` to it, e.g.
+    "vmap in_axes[0]: dict keys ['a', 'c'] do not match the argument's ['a', 'b']"."""
+    out = []
+    _broadcast_prefix(prefix, full, is_leaf, name, full_name, out)
+    return out
+
+
+def _broadcast_prefix(prefix, full, is_leaf, path, full_name, out):
+    nodedef = None if (is_leaf is not None and is_leaf(prefix)) else _node_def(prefix)
+    if nodedef is None:
+        out.extend([prefix] * len(tree_leaves(full)))
+        return
+    if type(full) is not type(prefix):
+        what = "a leaf" if _node_def(full) is None else "a node"
+        raise TreeStructureError(
+            f"{path}: a {type(prefix).__name__} where the {full_name} has {what} of type "
+            f"{type(full).__name__}; the spec must be a prefix of the {full_name}'s "
+            f"structure (a single leaf stands for a whole subtree)")
+    children, aux = nodedef.flatten(prefix)
+    full_children, full_aux = nodedef.flatten(full)
+    if isinstance(prefix, dict):
+        keys, full_keys = list(aux[1]), list(full_aux[1])
+        if keys != full_keys:
+            missing = [k for k in full_keys if k not in keys]
+            extra = [k for k in keys if k not in full_keys]
+            detail = [f"missing {missing}"] if missing else []
+            detail += [f"not in the {full_name}: {extra}"] if extra else []
+            raise TreeStructureError(f"{path}: dict keys {keys} do not match the "
+                                     f"{full_name}'s {full_keys} ({'; '.join(detail)})")
+    elif len(children) != len(full_children):
+        raise TreeStructureError(
+            f"{path}: a {type(prefix).__name__} of {len(children)} entries where the "
+            f"{full_name} has one of {len(full_children)}")
+    elif aux != full_aux:
+        raise TreeStructureError(
+            f"{path}: {type(prefix).__name__} nodes with different metadata: {aux!r} "
+            f"where the {full_name} has {full_aux!r}")
+    for i, (child, full_child) in enumerate(zip(children, full_children)):
+        _broadcast_prefix(child, full_child, is_leaf, path + _key_str(prefix, aux, i),
+                          full_name, out)
+
+
+def _key_str(node, aux, i):
+    if isinstance(node, dict):
+        return f"[{aux[1][i]!r}]"
+    fields = getattr(type(node), "_fields", None)
+    if isinstance(node, tuple) and fields is not None:
+        return f".{fields[i]}"
+    return f"[{i}]"

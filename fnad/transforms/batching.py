@@ -7,8 +7,8 @@ of the primitive: vmap never loops over examples.
 """
 
 from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
-from ..errors import ShapeError
-from ..tree_util import tree_flatten, tree_unflatten, flatten_up_to
+from ..errors import AxisSpecError, ShapeError, TreeStructureError
+from ..tree_util import tree_flatten, tree_unflatten, tree_leaves, broadcast_prefix
 from ._util import as_value
 
 
@@ -171,10 +171,19 @@ def vmap_flat(fun, values, dims, size, keep_unbatched=False):
 
 
 def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
-    """Vectorize fun over a new leading (or in_axes-given) axis of its arguments."""
+    """Vectorize fun over a new leading (or in_axes-given) axis of its arguments.
+
+    As in JAX: in_axes is an int, None, or a tuple with one entry per positional
+    argument, each entry a prefix tree of its argument (a leaf int or None stands
+    for its whole subtree); out_axes is a prefix tree of the output; keyword
+    arguments are mapped along axis 0."""
+    in_axes = _check_in_axes(in_axes)
+    _check_axis_leaves(out_axes, "out_axes")
+
     def vmapped(*args, **kwargs):
-        flat, in_tree = tree_flatten(args)
-        axes = _broadcast_axes(in_axes, args, "in_axes")
+        flat, in_tree = tree_flatten((args, kwargs))
+        axes = _in_axes_per_leaf(in_axes, args, kwargs)
+        n_positional = len(flat) - len(tree_leaves(kwargs))
         values, dims = [], []
         for i, (x, ax) in enumerate(zip(flat, axes)):
             if ax is None:
@@ -183,8 +192,11 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
                 continue
             x = as_value(x, "vmap argument")
             if not -x.ndim <= ax < x.ndim:
+                where = (f"leaf {i}" if i < n_positional else
+                         f"a keyword argument; keyword arguments are mapped along axis 0, "
+                         f"so pass it positionally with in_axes None to leave it unmapped")
                 raise ShapeError(f"vmap: in_axes {ax} is out of range for an argument of "
-                                 f"shape {tuple(x.shape)} (leaf {i})")
+                                 f"shape {tuple(x.shape)} ({where})")
             values.append(x)
             dims.append(ax % x.ndim)
         sizes = {x.shape[d] for x, d in zip(values, dims) if d is not None}
@@ -201,14 +213,17 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
         out_tree_cell = []
 
         def flat_fun(*leaves):
-            out = fun(*tree_unflatten(in_tree, list(leaves)), **kwargs)
+            call_args, call_kwargs = tree_unflatten(in_tree, list(leaves))
+            out = fun(*call_args, **call_kwargs)
             flat_out, out_tree = tree_flatten(out)
             out_tree_cell.append(out_tree)
             return flat_out
 
         outs = vmap_flat(flat_fun, values, dims, size, keep_unbatched=True)
         out_tree = out_tree_cell[0]
-        out_axes_flat = _broadcast_out_axes(out_axes, out_tree)
+        out_axes_flat = broadcast_prefix(
+            out_axes, tree_unflatten(out_tree, [_LEAF] * out_tree.num_leaves),
+            is_leaf=_is_none, name="vmap out_axes", full_name="output")
         final = []
         for (o, batched), ax in zip(outs, out_axes_flat):
             if ax is None:
@@ -230,35 +245,40 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     return vmapped
 
 
-def _broadcast_axes(axes, args, what):
-    """One axis (int or None) per flat leaf of args, from an int/None or a pytree
-    prefix of args."""
-    if axes is None or isinstance(axes, int):
-        return [axes] * len(tree_flatten(args)[0])
-    if isinstance(axes, list):
-        axes = tuple(axes)
-    if not isinstance(axes, tuple) or len(axes) != len(args):
-        raise ValueError(f"vmap: {what} must be an int, None, or a tuple with one entry per "
-                         f"positional argument ({len(args)}), got {axes!r}")
-    out = []
-    for ax, arg in zip(axes, args):
-        leaves = tree_flatten(arg)[0]
-        if ax is None or isinstance(ax, int):
-            out += [ax] * len(leaves)
-        else:
-            ax_leaves, ax_tree = tree_flatten(ax, is_leaf=lambda v: v is None)
-            for a, sub_arg in zip(ax_leaves, flatten_up_to(ax_tree, arg)):
-                out += [a] * len(tree_flatten(sub_arg)[0])
-    return out
+_LEAF = object()    # stands for each output leaf when out_axes is matched to the output
 
 
-def _broadcast_out_axes(axes, out_tree):
-    n = out_tree.num_leaves
-    if axes is None or isinstance(axes, int):
-        return [axes] * n
-    ax_leaves, ax_tree = tree_flatten(axes, is_leaf=lambda v: v is None)
-    dummy = tree_unflatten(out_tree, [0] * n)
-    out = []
-    for a, sub in zip(ax_leaves, flatten_up_to(ax_tree, dummy)):
-        out += [a] * len(tree_flatten(sub)[0])
-    return out
+def _is_none(x):
+    return x is None
+
+
+def _check_in_axes(in_axes):
+    if isinstance(in_axes, list):      # JAX takes a list of per-argument entries too
+        in_axes = tuple(in_axes)
+    if not (in_axes is None or type(in_axes) in (int, tuple)):
+        raise AxisSpecError(f"vmap: in_axes must be an int, None, or a tuple with one entry "
+                            f"per positional argument, got {in_axes!r}")
+    _check_axis_leaves(in_axes, "in_axes")
+    return in_axes
+
+
+def _check_axis_leaves(axes, what):
+    for leaf in tree_leaves(axes, is_leaf=_is_none):
+        if leaf is not None and type(leaf) is not int:
+            raise AxisSpecError(
+                f"vmap: {what} must be an int, None, or a (nested) tuple/list/dict of them, "
+                f"but {what}={axes!r} holds {leaf!r} of type {type(leaf).__name__}"
+                + ("; write int(...) for a numpy integer" if hasattr(leaf, "__index__")
+                   and not isinstance(leaf, bool) else ""))
+
+
+def _in_axes_per_leaf(in_axes, args, kwargs):
+    """One axis (int or None) per flat leaf of (args, kwargs): in_axes is matched to
+    args as a prefix tree; keyword arguments are mapped along axis 0, as in JAX."""
+    if isinstance(in_axes, tuple) and len(in_axes) != len(args):
+        raise TreeStructureError(
+            f"vmap: in_axes must be an int, None, or a tuple with one entry per positional "
+            f"argument ({len(args)}), got {len(in_axes)}: {in_axes!r}")
+    axes = broadcast_prefix(in_axes, args, is_leaf=_is_none, name="vmap in_axes",
+                            full_name="argument")
+    return axes + [0] * len(tree_leaves(kwargs))

@@ -14,7 +14,7 @@ import functools
 
 from ..core import bind_custom
 from ..tree_util import tree_flatten, tree_unflatten
-from ._util import as_value, zeros_like
+from ._util import as_value, zeros_like, check_argnums, resolve_argnums
 from .jvp import jvp as _jvp
 from .vjp import vjp as _vjp
 
@@ -74,7 +74,9 @@ def _flatten_args(args):
     return [as_value(x, "custom function input") for x in flat], tree
 
 
-def _split_nondiff(args, nondiff_argnums):
+def _split_nondiff(args, nondiff_argnums, transform, what="nondiff_argnums"):
+    # In position order, as JAX hands them to the rules, whatever order they were given.
+    nondiff_argnums = sorted(resolve_argnums(nondiff_argnums, len(args), transform, what))
     static = tuple(args[i] for i in nondiff_argnums)
     dynamic = tuple(a for i, a in enumerate(args) if i not in nondiff_argnums)
 
@@ -98,7 +100,8 @@ class custom_jvp:
     def __init__(self, fun, nondiff_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = check_argnums(nondiff_argnums, type(self).__name__,
+                                             "nondiff_argnums", allow_empty=True)[1]
         self.jvp_rule = None
 
     def defjvp(self, jvp_rule):
@@ -109,7 +112,8 @@ class custom_jvp:
         if self.jvp_rule is None:
             raise AttributeError(f"custom_jvp function {self.__name__} has no JVP rule; "
                                  f"define one with @{self.__name__}.defjvp")
-        static, dynamic, merge = _split_nondiff(args, self.nondiff_argnums)
+        static, dynamic, merge = _split_nondiff(args, self.nondiff_argnums,
+                                                type(self).__name__)
         flat, in_tree = _flatten_args(dynamic)
         fun = _Flattened(lambda *dyn: self.fun(*merge(dyn)), in_tree)
 
@@ -148,7 +152,8 @@ class custom_vjp:
     def __init__(self, fun, nondiff_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.nondiff_argnums = check_argnums(nondiff_argnums, type(self).__name__,
+                                             "nondiff_argnums", allow_empty=True)[1]
         self.fwd_rule = self.bwd_rule = None
 
     def defvjp(self, fwd, bwd):
@@ -158,7 +163,8 @@ class custom_vjp:
         if self.fwd_rule is None:
             raise AttributeError(f"custom_vjp function {self.__name__} has no VJP rule; "
                                  f"define one with {self.__name__}.defvjp(fwd, bwd)")
-        static, dynamic, merge = _split_nondiff(args, self.nondiff_argnums)
+        static, dynamic, merge = _split_nondiff(args, self.nondiff_argnums,
+                                                type(self).__name__)
         flat, in_tree = _flatten_args(dynamic)
         fun = _Flattened(lambda *dyn: self.fun(*merge(dyn)), in_tree)
         res_tree = []
@@ -205,9 +211,13 @@ class custom_vjp:
 def checkpoint(fun, *, prevent_cse=True, static_argnums=()):
     """Trade compute for memory: reverse mode stores only fun's inputs and
     recomputes its intermediates during the backward pass. Gradients are unchanged."""
+    static_argnums = check_argnums(static_argnums, "checkpoint", "static_argnums",
+                                   allow_empty=True)[1]
+
     @functools.wraps(fun)
     def remat_fun(*args):
-        static, dynamic, merge = _split_nondiff(args, tuple(static_argnums))
+        static, dynamic, merge = _split_nondiff(args, static_argnums, "checkpoint",
+                                                "static_argnums")
         flat, in_tree = _flatten_args(dynamic)
         flat_fun = _Flattened(lambda *dyn: fun(*merge(dyn)), in_tree)
 

@@ -8,14 +8,17 @@ import numpy as np
 from ..array import Array
 from ..primitives import shape as S
 from ..tree_util import tree_flatten, tree_unflatten
-from ._util import normalize_argnums, check_float_input
+from ._util import check_argnums, resolve_argnums, check_float_input, split_aux
 from .batching import vmap
 from .jvp import jvp
 from .vjp import vjp
 
 
-def _split_args(fun, args, kwargs, argnums, transform):
-    single, nums = normalize_argnums(argnums, len(args), transform)
+def _split_args(fun, args, kwargs, argnums, has_aux, transform):
+    """The differentiated leaves of a call and fun as a function of them alone;
+    argnums is (single, nums) from check_argnums."""
+    single, nums = argnums
+    nums = resolve_argnums(nums, len(args), transform)
     diff = args[nums[0]] if single else tuple(args[i] for i in nums)
     flat_in, tree_in = tree_flatten(diff)
     flat_in = [check_float_input(x, transform, f"input {i}") for i, x in enumerate(flat_in)]
@@ -28,7 +31,8 @@ def _split_args(fun, args, kwargs, argnums, transform):
         else:
             for i, v in zip(nums, value):
                 full[i] = v
-        return fun(*full, **kwargs)
+        out = fun(*full, **kwargs)
+        return split_aux(out, transform) if has_aux else out
     return flat_in, tree_in, flat_fun
 
 
@@ -67,8 +71,14 @@ def _zeros_jacobian(flat_out, tree_out, flat_in, tree_in):
 
 def jacfwd(fun, argnums=0, has_aux=False):
     """The Jacobian of fun by forward mode: jvp vmapped over the input's unit vectors."""
+    return _jacfwd(fun, argnums, has_aux, "jacfwd")
+
+
+def _jacfwd(fun, argnums, has_aux, name):
+    argnums = check_argnums(argnums, name)
+
     def jacfwd_fun(*args, **kwargs):
-        flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, "jacfwd")
+        flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, has_aux, name)
         if sum(x.size for x in flat_in) == 0:
             out = flat_fun(*flat_in)
             out, aux = out if has_aux else (out, None)
@@ -96,8 +106,14 @@ def jacfwd(fun, argnums=0, has_aux=False):
 def jacrev(fun, argnums=0, has_aux=False):
     """The Jacobian of fun by reverse mode: one forward pass, its pullback vmapped
     over the output's unit vectors."""
+    return _jacrev(fun, argnums, has_aux, "jacrev")
+
+
+def _jacrev(fun, argnums, has_aux, name):
+    argnums = check_argnums(argnums, name)
+
     def jacrev_fun(*args, **kwargs):
-        flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, "jacrev")
+        flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, has_aux, name)
         result = vjp(flat_fun, *flat_in, has_aux=has_aux)
         out, pullback = result[0], result[1]
         flat_out, tree_out = tree_flatten(out)
@@ -118,4 +134,4 @@ def jacrev(fun, argnums=0, has_aux=False):
 
 def hessian(fun, argnums=0, has_aux=False):
     """The matrix of second derivatives: jacfwd of jacrev."""
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian"), argnums, has_aux, "hessian")

@@ -17,14 +17,28 @@ from ..core import (Trace, Tracer, Primitive, ShapedArray, use_trace, current_tr
 from ..errors import ConcretizationError, EscapedTracerError
 from ..program import Program, Var, Literal, Equation, evaluate
 from ..tree_util import tree_flatten, tree_unflatten
-from ._util import as_value
+from ._util import as_value, check_argnums, resolve_argnums
 from .. import config
 
 
 class StagedTracer(Tracer):
     __slots__ = ("aval", "var", "shape", "dtype")
 
+    def _check_not_escaped(self):
+        if not self._trace.alive:
+            raise EscapedTracerError(
+                f"a value of shape {self.shape} and dtype {self.dtype} traced by jit was "
+                f"used (converted to numpy, bool, int or float) after the jit trace that "
+                f"made it had finished: it escaped its jit, e.g. through a global, a list "
+                f"or a closure the jitted function wrote to. Return it from the jitted "
+                f"function instead.")
+
+    def __array__(self, dtype=None, copy=None):
+        self._check_not_escaped()
+        return Tracer.__array__(self, dtype, copy)
+
     def concrete(self):
+        self._check_not_escaped()
         raise ConcretizationError(
             f"a traced value of shape {self.shape} and dtype {self.dtype} was used where a "
             f"concrete Python value is needed (bool(), int(), float(), an `if` or `while` "
@@ -233,9 +247,9 @@ class Jitted:
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums = _as_tuple(static_argnums)
+        self.static_argnums = check_argnums(static_argnums, "jit", "static_argnums", True)[1]
         self.static_argnames = _as_tuple(static_argnames)
-        self.donate_argnums = _as_tuple(donate_argnums)
+        self.donate_argnums = check_argnums(donate_argnums, "jit", "donate_argnums", True)[1]
         self.cache = {}
         self.fast = {}          # (shape, dtype) per Array argument -> compiled call
         self.trace_count = 0
@@ -246,17 +260,15 @@ class Jitted:
 
     def _split(self, args, kwargs):
         static = []
-        dynamic = list(args)
-        for i in self.static_argnums:
-            if i >= len(args):
-                raise ValueError(f"jit: static_argnums includes {i}, but the function was "
-                                 f"called with {len(args)} positional arguments")
+        static_argnums = sorted(resolve_argnums(self.static_argnums, len(args), "jit",
+                                                "static_argnums"))
+        for i in static_argnums:
             static.append(("pos", i, _hashable_static(args[i], f"argument {i}")))
         static_kw = {k: v for k, v in kwargs.items() if k in self.static_argnames}
         for k, v in sorted(static_kw.items()):
             static.append(("kw", k, _hashable_static(v, f"argument {k!r}")))
         dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self.static_argnames}
-        positions = [i for i in range(len(args)) if i not in self.static_argnums]
+        positions = [i for i in range(len(args)) if i not in static_argnums]
         dynamic = [args[i] for i in positions]
         return tuple(static), positions, dynamic, dyn_kwargs, static_kw
 

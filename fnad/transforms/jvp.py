@@ -7,7 +7,7 @@ inputs only does the work that input needs.
 from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import (flatten_fun_output, check_float_input, zeros_like, check_tangent,
-                    instantiate)
+                    instantiate, split_aux)
 
 
 class JVPTracer(Tracer):
@@ -95,7 +95,7 @@ def jvp(fun, primals, tangents, has_aux=False):
             out = fun(*tree_unflatten(tree_p, tracers))
     finally:
         trace.alive = False
-    out, aux = (out if has_aux else (out, None))
+    out, aux = split_aux(out, "jvp") if has_aux else (out, None)
     flat_out, tree_out = flatten_fun_output(out)
     primals_out, tangents_out = [], []
     for o in flat_out:

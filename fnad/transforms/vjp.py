@@ -15,7 +15,7 @@ from ..array import Array, CudaArray
 from ..errors import GradientError, DTypeError
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import (flatten_fun_output, check_float_input, zeros_like, as_value,
-                    normalize_argnums)
+                    check_argnums, resolve_argnums, split_aux)
 
 
 class Node:
@@ -257,7 +257,7 @@ def _trace_forward(fun, primals, has_aux, transform):
             out = fun(*tree_unflatten(tree_in, inputs))
     finally:
         trace.alive = False
-    out, aux = (out if has_aux else (out, None))
+    out, aux = split_aux(out, transform) if has_aux else (out, None)
     flat_out, tree_out = flatten_fun_output(out)
     if has_aux:
         aux_leaves, aux_tree = tree_flatten(aux)
@@ -327,13 +327,18 @@ _ONES = {}     # read-only unit cotangents, one per dtype
 
 def value_and_grad(fun, argnums=0, has_aux=False):
     """fun's value and its gradient with respect to the arguments named by argnums."""
-    normalized = {}     # number of arguments -> (single, argnums)
+    return _value_and_grad(fun, argnums, has_aux, "value_and_grad")
+
+
+def _value_and_grad(fun, argnums, has_aux, name):
+    single, spec = check_argnums(argnums, name)
+    resolved = {}       # number of arguments -> argnums as non-negative positions
 
     def value_and_grad_fun(*args, **kwargs):
         n = len(args)
-        if n not in normalized:
-            normalized[n] = normalize_argnums(argnums, n, "grad")
-        single, nums = normalized[n]
+        nums = resolved.get(n)
+        if nums is None:
+            nums = resolved[n] = resolve_argnums(spec, n, name)
         if not kwargs and len(nums) == n and nums == tuple(range(n)):
             restricted = fun        # every argument is differentiated: nothing to fix
         else:
@@ -345,7 +350,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
 
         trace, flat_in, tree_in, inputs, flat_out, tree_out, aux = _trace_forward(
             restricted, args if restricted is fun else tuple(args[i] for i in nums),
-            has_aux, "grad")
+            has_aux, name)
         out_leaf = _check_scalar_output(flat_out)
         seed = _ONES.get(out_leaf.dtype)
         if seed is None:
@@ -364,7 +369,7 @@ def value_and_grad(fun, argnums=0, has_aux=False):
 
 def grad(fun, argnums=0, has_aux=False):
     """The gradient of scalar-valued fun with respect to the arguments named by argnums."""
-    vg = value_and_grad(fun, argnums, has_aux)
+    vg = _value_and_grad(fun, argnums, has_aux, "grad")
 
     def grad_fun(*args, **kwargs):
         value, g = vg(*args, **kwargs)
