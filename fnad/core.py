@@ -74,7 +74,8 @@ class Primitive:
             inlines, a format string over operand names ``{0}``, ``{1}``... and params
     reduction: for reductions over an `axes` param that the compiler fuses into the
             loop nest of their operand: (identity(dtype) -> scalar, combine format
-            string over ``{acc}`` and ``{x}``)
+            string over ``{acc}`` and ``{x}``, accumulator(dtype) -> the dtype the
+            partial results are kept in, rounded to the output dtype at the end)
     index_map: for data movement the compiler turns into index arithmetic:
             index_map(out_indices, in_shape, **params) -> the operand's index expressions
     numba_source (optional attribute): numba_source(arg_names, in_avals, out_aval,

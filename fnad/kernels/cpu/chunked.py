@@ -74,7 +74,7 @@ def chunked_source(group, kernel, materialize, namespace, prefix, parallel=True)
     Inside a block, each math-library call is one numpy call; each stage of
     arithmetic and reductions between them is one small generated Numba loop, so
     the arithmetic makes one pass over the block instead of one per operator."""
-    from .lowering import Group, KernelSource, load_kernel
+    from .lowering import Group, KernelSource, bit_views, load_kernel
     shape = group.shape
     rank = len(shape)
     slot_of = {var: k for k, (var, _) in enumerate(kernel.outputs)}
@@ -111,7 +111,8 @@ def chunked_source(group, kernel, materialize, namespace, prefix, parallel=True)
                       for e in later for a in e.inputs}
         keep = {o for e in stage for o in e.outputs
                 if o in read_later or o in materialize or e.prim.reduction is not None}
-        sub = KernelSource(run, keep)
+        # Block partials of reductions stay in their accumulator dtype until combined.
+        sub = KernelSource(run, keep, keep_accumulators=True, half=True)
         outs = []
         for k, (var, axes) in enumerate(sub.outputs):
             t = names[var] = f"t{len(body)}_{k}"
@@ -121,12 +122,12 @@ def chunked_source(group, kernel, materialize, namespace, prefix, parallel=True)
             else:
                 dims = [r for d, r in enumerate(rows) if d not in axes]
             shp = "(" + "".join(d + ", " for d in dims) + ")"
-            dtype = f"np.{var.aval.dtype.name}"
+            dtype = f"np.{sub.output_dtypes[k].name}"
             if k in sub.reduce_identity:
                 body.append(f"{t} = np.full({shp}, {helper(sub.reduce_identity[k])}, {dtype})")
             else:
                 body.append(f"{t} = np.empty({shp}, {dtype})")
-        body.append(f"{helper(load_kernel(sub.source))}"
+        body.append(f"{helper(bit_views(load_kernel(sub.source), sub.half_args))}"
                     f"({', '.join([value(v) for v in sub.inputs] + outs + rows)})")
         for var, axes in sub.outputs:
             if var not in slot_of:

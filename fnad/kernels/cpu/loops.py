@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import config
 from ...program import Literal
-from .lowering import Group, KernelSource, partition, import_generated, _literal, _materialized
+from .lowering import Group, KernelSource, partition, import_generated, literal, _materialized
 
 _loops = weakref.WeakKeyDictionary()    # a loop's body Program -> {key: _Loop}
 
@@ -26,6 +26,11 @@ class _Unsupported(Exception):
 def body_source(program, name="body", kernel_prefix="k"):
     """(source of `def <name>(args) -> tuple`, the kernel sources it calls, which the
     source names <kernel_prefix>0, <kernel_prefix>1, ...)."""
+    if any(v.aval.dtype == np.float16 for v in _variables(program)):
+        # Numba's cpu target has no float16 arrays, and inside a compiled loop there
+        # is no driver to pass them as bits: the loop stays in Python, its body's
+        # fused kernels compiled.
+        raise _Unsupported("float16")
     steps = partition(program)
     materialize = _materialized(program, steps)
     names, lines, kernels = {}, [], []
@@ -37,7 +42,7 @@ def body_source(program, name="body", kernel_prefix="k"):
         if isinstance(a, Literal):
             if a.value.ndim:
                 raise _Unsupported("array literal")
-            return _literal(a.value)
+            return literal(a.value)
         return names[a]
 
     for step in steps:
@@ -45,18 +50,21 @@ def body_source(program, name="body", kernel_prefix="k"):
             kernel = KernelSource(step, materialize[step])
             k = f"{kernel_prefix}{len(kernels)}"
             kernels.append(kernel.source)
-            outs = []
+            outs, rounding = [], []
             for slot, (var, axes) in enumerate(kernel.outputs):
                 o = names[var] = f"v{len(names)}"
-                shape, dtype = var.aval.shape, var.aval.dtype.name
+                shape, dtype = var.aval.shape, kernel.output_dtypes[slot]
                 if slot in kernel.reduce_identity:
-                    fill = _literal(np.asarray(kernel.reduce_identity[slot], var.aval.dtype))
-                    lines.append(f"{o} = np.full({shape!r}, {fill}, np.{dtype})")
+                    fill = literal(np.asarray(kernel.reduce_identity[slot], dtype))
+                    lines.append(f"{o} = np.full({shape!r}, {fill}, np.{dtype.name})")
                 else:
-                    lines.append(f"{o} = np.empty({shape!r}, np.{dtype})")
+                    lines.append(f"{o} = np.empty({shape!r}, np.{dtype.name})")
+                if dtype != var.aval.dtype:     # partial sums kept wider: round them once
+                    rounding.append(f"{o} = {o}.astype(np.{var.aval.dtype.name})")
                 outs.append(o)
             ins = [value(a) for a in kernel.inputs]
             lines.append(f"{k}({', '.join(ins + outs + [str(n) for n in step.shape])})")
+            lines += rounding
             continue
         e = step
         make = getattr(e.prim, "numba_source", None)
@@ -71,6 +79,12 @@ def body_source(program, name="body", kernel_prefix="k"):
     source = "\n".join([f"def {name}({', '.join(args)}):"] + ["    " + line for line in lines]
                        + [f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])
     return source + "\n", kernels
+
+
+def _variables(program):
+    yield from program.invars
+    for e in program.eqns:
+        yield from e.outputs
 
 
 def loop_source(program, num_consts, num_carry, length, reverse):

@@ -38,7 +38,8 @@ PARALLEL_MIN_ELEMENTS = 1 << 22
 # through numpy's SIMD ufuncs, which beat Numba's scalar libm calls from here on
 # (each ufunc call costs about a microsecond, each scalar libm call 10-20 ns).
 BLOCKED_MIN_ELEMENTS = 1 << 12
-stats = {"kernels_compiled": 0, "kernels_loaded": 0, "programs_lowered": 0}
+stats = {"kernels_compiled": 0, "kernels_loaded": 0, "kernels_failed": 0,
+         "programs_lowered": 0}
 
 
 def cache_dir():
@@ -117,7 +118,9 @@ def partition(program, fuse_reductions=True):
 
 # --------------------------------------------------------------------------- kernels
 
-def _literal(value):
+def literal(value, half=False):
+    """Source for a numpy scalar of the value's dtype. With half, a float16 value is
+    written as the float32 that kernels compute it in (see half.py)."""
     value = np.asarray(value)
     dtype = value.dtype
     v = value.item()
@@ -130,28 +133,56 @@ def _literal(value):
             text = "np.inf" if v > 0 else "-np.inf"
         else:
             text = repr(float(v))
-        return f"np.{dtype.name}({text})"
+        return f"np.{'float32' if half and dtype == np.float16 else dtype.name}({text})"
     return f"np.{dtype.name}({int(v)})"
 
 
-def _param(value):
+def _param(value, half=False):
     if isinstance(value, np.dtype):
-        return f"np.{value.name}"
+        # a conversion to float16 rounds to float16 precision, kept in a float32
+        return "half.round" if half and value == np.float16 else f"np.{value.name}"
     return repr(value)
 
 
-class KernelSource:
-    """The loop nest of one group, with the wiring the driver needs."""
+def accumulator_dtype(reduction, dtype):
+    """The dtype a reduction declared as `reduction` keeps its partial results in, for
+    an output of `dtype` (the output's own unless the declaration says otherwise)."""
+    return np.dtype(reduction[2](dtype)) if len(reduction) > 2 else np.dtype(dtype)
 
-    def __init__(self, group, materialize):
+
+_FLOAT16 = np.dtype(np.float16)
+
+
+class KernelSource:
+    """The loop nest of one group, with the wiring the driver needs.
+
+    Reductions accumulate in their declared accumulator dtype. A reduction over every
+    axis keeps its accumulator in a register and stores it once, rounded to the output
+    dtype (or, with keep_accumulators, unrounded, for a caller combining partial
+    results). A partial reduction accumulates in the cells of its output array, whose
+    dtype (`output_dtypes`) is then the accumulator's: the caller allocates it so,
+    filled with `reduce_identity`, and rounds it to the output dtype afterwards.
+
+    With half (the cpu target, which has no float16), float16 arrays are passed as
+    their uint16 bits (the argument positions in `half_args`) and float16 values are
+    float32 in the kernel, rounded to float16 precision where computed."""
+
+    def __init__(self, group, materialize, *, keep_accumulators=False, half=False):
         shape = group.shape
         rank = len(shape)
         idx = [f"i{d}" for d in range(rank)]
         self.inputs = []            # external Vars, in argument order
         self.outputs = []           # (Var, axes reduced or None)
+        self.output_dtypes = []     # dtype of each output array
         self.reduce_identity = {}   # output slot -> initial value of a partial reduction
         names, index_of = {}, {}
         hoisted, loads, body, acc_init, acc_final = [], [], [], [], []
+
+        def is_half(dtype):
+            return half and dtype == _FLOAT16
+
+        def in_kernel(dtype):
+            return np.dtype(np.float32) if is_half(dtype) else np.dtype(dtype)
 
         def load(a):
             """Read an external value at the current iteration point."""
@@ -168,7 +199,10 @@ class KernelSource:
                     self.inputs.append(src)
                 arg = f"in{self.inputs.index(src)}"
                 names[key] = f"x{len(names)}"
-                line = f"{names[key]} = {arg}[{', '.join(sub) if sub else '()'}]"
+                read = f"{arg}[{', '.join(sub) if sub else '()'}]"
+                if is_half(src.aval.dtype):
+                    read = f"half.to_float({read})"
+                line = f"{names[key]} = {read}"
                 # Reads that do not depend on the loop indices happen once, up front
                 # (this also keeps 0-d arrays out of Numba's parallel loop bodies).
                 (loads if any(i in idx for i in sub) else hoisted).append(line)
@@ -176,13 +210,21 @@ class KernelSource:
 
         def value(a):
             if isinstance(a, Literal):
-                return _literal(a.value)
+                return literal(a.value, half)
             return names[a] if a in names else load(a)
 
+        def add_output(var, axes, dtype):
+            self.outputs.append((var, axes))
+            self.output_dtypes.append(np.dtype(dtype))
+            return len(self.outputs) - 1
+
+        def stored(t, dtype):
+            return f"half.to_bits({t})" if is_half(dtype) else t
+
         def store(var, t):
-            slot = len(self.outputs)
-            self.outputs.append((var, None))
-            body.append(f"out{slot}[{', '.join(idx) if idx else '()'}] = {t}")
+            slot = add_output(var, None, var.aval.dtype)
+            body.append(f"out{slot}[{', '.join(idx) if idx else '()'}] = "
+                        + stored(t, var.aval.dtype))
 
         for e in group.eqns:
             out = e.outputs[0]
@@ -199,34 +241,45 @@ class KernelSource:
                     store(out, names[out])
                 continue
             if _is_fusible_reduction(e):
-                identity, combine = e.prim.reduction
+                identity, combine = e.prim.reduction[:2]
                 axes = tuple(e.params["axes"])
-                slot = len(self.outputs)
-                self.outputs.append((out, axes))
-                x = value(e.inputs[0])
                 dtype = out.aval.dtype
+                acc_dtype = in_kernel(accumulator_dtype(e.prim.reduction, dtype))
+                start = np.asarray(identity(dtype), acc_dtype)
+                x = value(e.inputs[0])
                 if len(axes) == rank:   # a scalar accumulator, stored once at the end
+                    kept = acc_dtype if keep_accumulators else dtype
+                    slot = add_output(out, axes, kept)
                     acc = f"acc{slot}"
-                    acc_init.append(f"{acc} = {_literal(np.asarray(identity(dtype), dtype))}")
+                    acc_init.append(f"{acc} = {literal(start)}")
                     body.append(f"{acc} = " + combine.format(acc=acc, x=x))
-                    acc_final.append(f"out{slot}[()] = {acc}")
+                    if is_half(kept):
+                        final = f"half.to_bits({acc})"     # one rounding, from acc_dtype
+                    else:
+                        final = acc if kept == acc_dtype else f"np.{kept.name}({acc})"
+                    acc_final.append(f"out{slot}[()] = {final}")
                 else:
+                    slot = add_output(out, axes, acc_dtype)
                     kept = ", ".join(idx[d] for d in range(rank) if d not in axes)
                     cell = f"out{slot}[{kept}]"
-                    self.reduce_identity[slot] = identity(dtype)
+                    self.reduce_identity[slot] = start[()]
                     body.append(f"{cell} = " + combine.format(acc=cell, x=x))
                 continue
             args = [value(a) for a in e.inputs]
-            params = {k: _param(v) for k, v in e.params.items()}
+            params = {k: _param(v, half) for k, v in e.params.items()}
             t = names[out] = f"t{len(body)}"
             expr = e.prim.scalar.format(*args, **params)
             if out.aval.dtype.kind in "iu":
                 # Numba widens integer arithmetic; wrap around in the result's own width,
                 # as numpy does
                 expr = f"np.{out.aval.dtype.name}({expr})"
+            elif is_half(out.aval.dtype):
+                expr = f"half.round({expr})"
             body.append(f"{t} = {expr}")
             if out in materialize:
                 store(out, t)
+        self.half_args = [k for k, v in enumerate(self.inputs) if is_half(v.aval.dtype)] + \
+            [len(self.inputs) + k for k, d in enumerate(self.output_dtypes) if is_half(d)]
         # The loop body's pieces, for backends that wrap them in their own iteration.
         self.hoisted, self.loads, self.body = hoisted, loads, body
         args = [f"in{k}" for k in range(len(self.inputs))] + \
@@ -255,6 +308,7 @@ HEADER = """import math
 import numba
 import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
+from fnad.kernels.cpu import half
 
 
 """
@@ -268,6 +322,20 @@ def load_kernel(source):
         (", parallel=True" if "prange" in source else "")
     return import_generated(HEADER + f"@numba.njit({options})\n" + source,
                             "fnad_kernel").kernel
+
+
+def bit_views(kernel, positions):
+    """kernel, called with its float16 arguments at `positions` seen as their uint16
+    bits (KernelSource's half_args): Numba's cpu target cannot take float16 arrays."""
+    if not positions:
+        return kernel
+
+    def call(*args):
+        args = list(args)
+        for p in positions:
+            args[p] = args[p].view(np.uint16)
+        return kernel(*args)
+    return call
 
 
 def import_generated(text, prefix):
@@ -303,6 +371,8 @@ class _FirstKernelCall:
 
     def __init__(self, kernel, namespace, name, group, kernel_source):
         self.kernel = kernel
+        self.call = bit_views(kernel, kernel_source.half_args)
+        self.half_args = kernel_source.half_args
         self.namespace = namespace
         self.name = name
         self.group = group
@@ -311,12 +381,14 @@ class _FirstKernelCall:
         self.thread = None
 
     def __call__(self, *args):
-        signature = tuple(numba.typeof(a) for a in args)
+        signature = tuple(numba.typeof(a.view(np.uint16) if k in self.half_args else a)
+                          for k, a in enumerate(args))
         if not config.background_compile:
             self._compile(signature)
-            return self.kernel(*args)
+            return self.call(*args)
         if self.thread is None:
-            self.thread = threading.Thread(target=self._compile, args=(signature,),
+            self.thread = threading.Thread(target=self._compile_in_background,
+                                           args=(signature,),
                                            name=f"fnad compile {self.name}")
             # Started when the driver returns: Numba compiles under one global lock, and
             # the library kernels this run may still need must not queue behind it.
@@ -334,7 +406,20 @@ class _FirstKernelCall:
         stats["kernels_loaded"] += sum(stats_.cache_hits.values()) - hits
         if new_misses and config.log_compiles:
             print(f"fnad: compiled fused kernel {self.kernel.py_func.__module__}")
-        self.namespace[self.name] = self.kernel
+        self.namespace[self.name] = self.call
+
+    def _compile_in_background(self, signature):
+        # A compile that fails on the thread leaves this object in the driver, which
+        # then keeps running the group through the primitives' own kernels: the same
+        # numbers, never a traceback printed from a thread. (Without background
+        # compiles the error is raised at the call instead.)
+        try:
+            self._compile(signature)
+        except Exception as err:
+            stats["kernels_failed"] += 1
+            if config.log_compiles:
+                print(f"fnad: fused kernel {self.name} left to numpy "
+                      f"({type(err).__name__}: {str(err)[:2000]})")
 
     def run_unfused(self, *args):
         """The group, one primitive kernel at a time, into the kernel's output arrays."""
@@ -423,7 +508,7 @@ class Executable:
                   f"{sum(1 for s in steps if not isinstance(s, Group))} library calls")
 
     def _kernel_call(self, group, materialize, name, names, kernel_sources):
-        kernel = KernelSource(group, materialize)
+        kernel = KernelSource(group, materialize, half=True)
         k = f"k{len(kernel_sources)}"
         size = int(np.prod(group.shape, dtype=np.int64))
         large = size >= PARALLEL_MIN_ELEMENTS
@@ -440,20 +525,22 @@ class Executable:
             self.namespace[k] = _FirstKernelCall(load_kernel(source), self.namespace, k,
                                                  group, kernel)
         kernel_sources.append(source)
-        lines, outs = [], []
+        lines, outs, rounding = [], [], []
         for slot, (var, axes) in enumerate(kernel.outputs):
             v = names[var] = f"v{len(names)}"
-            shape, dtype = var.aval.shape, var.aval.dtype
+            shape, dtype = var.aval.shape, kernel.output_dtypes[slot]
             if slot in kernel.reduce_identity:
                 self.namespace[f"fill_{v}"] = kernel.reduce_identity[slot]
                 lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
             else:
                 lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
+            if dtype != var.aval.dtype:     # partial sums kept wider: round them once
+                rounding.append(f"{v} = {v}.astype(np.{var.aval.dtype.name})")
             outs.append(v)
         ins = [name(a) for a in kernel.inputs]
         sizes = [str(n) for n in group.shape]
         lines.append(f"{k}({', '.join(ins + outs + sizes)})")
-        return lines
+        return lines + rounding
 
     def _library_call(self, e, name, names):
         fn = f"f{len(self.namespace)}"

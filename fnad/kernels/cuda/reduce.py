@@ -2,25 +2,29 @@
 over the reduced elements, then a tree reduction in shared memory.
 
 Generated from a primitive's `reduction` declaration (identity, combine expression),
-so every fusible reduction of the cpu compiler has its GPU kernel from the same text."""
+so every fusible reduction of the cpu compiler has its GPU kernel from the same text,
+accumulating (per thread and in the shared tree) in the declared accumulator dtype and
+rounded to the output dtype once, at the end."""
 import functools
 
 import numpy as np
 
-from ..cpu.lowering import _literal
+from ..cpu.lowering import accumulator_dtype, literal
 from . import fused, runtime
 
 
-def reduction_source(combine, identity, rank, axes, threads, dtype):
+def reduction_source(combine, identity, rank, axes, threads, acc_dtype, out_dtype):
     kept = [d for d in range(rank) if d not in axes]
     idx = [f"i{d}" for d in range(rank)]
     dims = [f"n{d}" for d in range(rank)]
     cells = " * ".join(dims[d] for d in kept) or "1"
     count = " * ".join(dims[d] for d in axes) or "1"
     out_index = ", ".join(idx[d] for d in kept) or "()"
+    acc_dtype, out_dtype = np.dtype(acc_dtype), np.dtype(out_dtype)
+    result = "buf[0]" if out_dtype == acc_dtype else f"np.{out_dtype.name}(buf[0])"
     lines = [f"def kernel(in0, out0, {', '.join(dims)}):" if rank else
              "def kernel(in0, out0):",
-             f"    buf = cuda.shared.array({threads}, np.{np.dtype(dtype).name})",
+             f"    buf = cuda.shared.array({threads}, np.{acc_dtype.name})",
              "    tid = cuda.threadIdx.x",
              "    cell = cuda.blockIdx.x",
              f"    cells = {cells}",
@@ -43,7 +47,7 @@ def reduction_source(combine, identity, rank, axes, threads, dtype):
               "            cuda.syncthreads()",
               "            step //= 2",
               "        if tid == 0:",
-              f"            out0[{out_index}] = buf[0]",
+              f"            out0[{out_index}] = {result}",
               "        cuda.syncthreads()",
               "        cell += cuda.gridDim.x"]
     return "\n".join(lines) + "\n"
@@ -51,15 +55,17 @@ def reduction_source(combine, identity, rank, axes, threads, dtype):
 
 @functools.lru_cache(maxsize=1024)
 def _kernel(reduction, dtype, rank, axes):
-    identity_of, combine = reduction
-    identity = _literal(np.asarray(identity_of(dtype), dtype))
+    identity_of, combine = reduction[:2]
+    acc_dtype = accumulator_dtype(reduction, dtype)
+    identity = literal(np.asarray(identity_of(dtype), acc_dtype))
     return fused.load(reduction_source(combine, identity, rank, axes, runtime.THREADS,
-                                       dtype))
+                                       acc_dtype, dtype))
 
 
 def reduce(prim, x, axes, out_dtype, reduction=None):
     """x reduced over `axes` by `reduction` ((identity(dtype), combine format string over
-    {acc} and {x}); default: prim's own declaration) into a new device array."""
+    {acc} and {x}[, accumulator(dtype)]); default: prim's own declaration) into a new
+    device array."""
     reduction = reduction or prim.reduction
     axes = tuple(sorted(axes))
     shape = tuple(x.shape)

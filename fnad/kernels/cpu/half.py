@@ -1,0 +1,123 @@
+"""float16 inside generated cpu kernels.
+
+Numba's cpu target has no float16 type at all: it can neither read nor write a
+float16 array. Generated kernels therefore see float16 arrays as their uint16 bit
+patterns, decode each element to float32 when they load it, compute in float32, and
+encode with round-to-nearest-even when they store. A float16 intermediate is
+rounded to float16 precision where it is computed, so a fused loop gives what
+numpy's float16 ufuncs give one operation at a time (they too compute each
+operation in float32 and round its result).
+
+The encodings follow IEEE 754 binary16: 1 sign bit, 5 exponent bits (bias 15),
+10 fraction bits; subnormals are multiples of 2**-24; 65520 and above round to inf.
+"""
+import math
+
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic, overload
+
+_SUBNORMAL_UNIT = 2.0 ** -24
+_SMALLEST_NORMAL = 2.0 ** -14
+
+
+@intrinsic
+def _float32_from_bits(typingctx, bits):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.FloatType())
+    return types.float32(types.uint32), codegen
+
+
+@intrinsic
+def _bits_from_float32(typingctx, value):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.uint32(types.float32), codegen
+
+
+@numba.njit(cache=True, nogil=True)
+def to_float(bits):
+    """The float32 value of a float16 bit pattern (exact: float32 holds every float16)."""
+    b = np.uint32(bits)
+    sign = (b & np.uint32(0x8000)) << np.uint32(16)
+    exponent = b & np.uint32(0x7c00)
+    if exponent == 0:           # zero or subnormal: fraction * 2**-24, exactly
+        v = np.float32(b & np.uint32(0x3ff)) * np.float32(_SUBNORMAL_UNIT)
+        return -v if sign else v
+    if exponent == 0x7c00:      # inf or NaN, payload kept
+        return _float32_from_bits(sign | np.uint32(0x7f800000) |
+                                  ((b & np.uint32(0x3ff)) << np.uint32(13)))
+    # rebias the exponent from 15 to 127: (127 - 15) << 23 == 0x38000000
+    return _float32_from_bits(sign | (((b & np.uint32(0x7fff)) << np.uint32(13)) +
+                                      np.uint32(0x38000000)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _bits_of_float32(x):
+    f = _bits_from_float32(np.float32(x))
+    sign = (f >> np.uint32(16)) & np.uint32(0x8000)
+    f &= np.uint32(0x7fffffff)
+    if f >= 0x7f800000:                         # inf, or NaN (kept quiet)
+        if f == 0x7f800000:
+            return np.uint16(sign | np.uint32(0x7c00))
+        return np.uint16(sign | np.uint32(0x7e00) | ((f >> np.uint32(13)) & np.uint32(0x3ff)))
+    if f >= 0x477ff000:                         # 65520 and above: overflow to inf
+        return np.uint16(sign | np.uint32(0x7c00))
+    if f < 0x38800000:                          # below 2**-14: a float16 subnormal or 0
+        if f <= 0x33000000:                     # at most 2**-25 (a tie): rounds to 0
+            return np.uint16(sign)
+        e = f >> np.uint32(23)
+        m = (f & np.uint32(0x7fffff)) | np.uint32(0x800000)
+        shift = np.uint32(126) - e              # value / 2**-24 = m / 2**shift
+        q = m >> shift
+        rest = m & ((np.uint32(1) << shift) - np.uint32(1))
+        tie = np.uint32(1) << (shift - np.uint32(1))
+        if rest > tie or (rest == tie and (q & np.uint32(1))):
+            q += np.uint32(1)
+        return np.uint16(sign | q)
+    h = (f - np.uint32(0x38000000)) >> np.uint32(13)
+    rest = f & np.uint32(0x1fff)
+    if rest > 0x1000 or (rest == 0x1000 and (h & np.uint32(1))):
+        h += np.uint32(1)                       # a carry into the exponent is right too
+    return np.uint16(sign | h)
+
+
+@numba.njit(cache=True, nogil=True)
+def _round_wide(x):
+    """x (float64, or an integer) rounded once to float16 precision, as a float64.
+    Going through float32 first would round twice."""
+    v = np.float64(x)
+    a = abs(v)
+    if not a < 65520.0:
+        return v if v != v else math.copysign(math.inf, v)
+    if a < _SMALLEST_NORMAL:
+        unit = _SUBNORMAL_UNIT
+    else:
+        unit = math.ldexp(1.0, math.frexp(a)[1] - 11)
+    return math.copysign(np.rint(a / unit) * unit, v)
+
+
+def _narrow(x):
+    """x as a float32 that rounds to float16 as x itself would."""
+
+
+@overload(_narrow)
+def _narrow_overload(x):
+    if x == types.float32:
+        return lambda x: x
+    # One rounding, in float64; the result is a float16 value, exact in float32.
+    return lambda x: np.float32(_round_wide(x))
+
+
+@numba.njit(cache=True, nogil=True)
+def to_bits(x):
+    """The float16 bit pattern nearest to x (ties to even), for x of any real type."""
+    return _bits_of_float32(_narrow(x))
+
+
+@numba.njit(cache=True, nogil=True)
+def round(x):  # noqa: A001  (float16's round-to-nearest, as np.float16(x) does)
+    """x rounded to float16 precision, as a float32."""
+    return to_float(to_bits(x))
