@@ -246,7 +246,7 @@ def _creator_gone(pid, last_write):
         return True
     except PermissionError:
         pass            # alive, another user's
-    except OSError:
+    except (OSError, OverflowError):     # OverflowError: a pid beyond the C int range
         return False
     state, started = _process_state_and_start(pid)
     if state == "Z":

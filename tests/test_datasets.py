@@ -3,6 +3,7 @@ import gzip
 import hashlib
 import os
 import struct
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -179,3 +180,79 @@ def test_load_mnist_errors(tmp_path):
     write_idx(tmp_path / "t10k-labels-idx1-ubyte", np.zeros(2, np.uint8))
     with pytest.raises(FileFormatError, match="expected 3 labels"):
         datasets.load_mnist(tmp_path)
+
+
+# --------------------------------------------------------------------------- hostile IDX
+
+def _idx_header(code, shape):
+    return bytes([0, 0, code, len(shape)]) + b"".join(struct.pack(">I", d) for d in shape)
+
+
+def _zeros_gzip(prefix, mebibytes):
+    """A gzip file holding `prefix` then `mebibytes` MiB of zeros: concatenated gzip
+    members, one compressed MiB repeated, so the bomb is made in milliseconds."""
+    member = gzip.compress(b"\0" * 2 ** 20, 9)
+    return gzip.compress(prefix) + member * mebibytes
+
+
+def _peak_memory(fn):
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileFormatError) as info:
+            fn()
+        return tracemalloc.get_traced_memory()[1], info.value
+    finally:
+        tracemalloc.stop()
+
+
+def test_idx_gzip_bomb_stops_decompressing_past_the_declared_size(tmp_path):
+    bomb = _zeros_gzip(_idx_header(0x08, (10,)) + b"\1" * 10, 600)
+    assert len(bomb) < 700 * 2 ** 10                    # ~600 KiB expanding to 600 MiB
+    (tmp_path / "bomb").write_bytes(bomb)
+    peak, error = _peak_memory(lambda: datasets.load_idx(tmp_path / "bomb"))
+    assert "corrupted" in str(error) and "needs 10 data bytes" in str(error)
+    assert peak < 64 * 2 ** 20
+
+
+def test_idx_declaring_more_than_max_bytes_is_refused_before_reading(tmp_path):
+    bomb = _zeros_gzip(_idx_header(0x08, (600, 2 ** 20)), 600)
+    (tmp_path / "bomb").write_bytes(bomb)
+    peak, error = _peak_memory(lambda: datasets.load_idx(tmp_path / "bomb",
+                                                         max_bytes=2 ** 29))
+    assert "too large" in str(error) and "max_bytes=536870912" in str(error)
+    assert peak < 16 * 2 ** 20
+    (tmp_path / "big").write_bytes(_idx_header(0x0C, (3, 2 ** 28)))     # 3 GiB, 16 bytes
+    with pytest.raises(FileFormatError, match="too large.*3221225472 bytes.*max_bytes"):
+        datasets.load_idx(tmp_path / "big")
+    assert datasets.MAX_IDX_BYTES == 2 ** 30
+
+
+def test_idx_max_bytes_admits_files_up_to_the_limit(tmp_path):
+    array = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    write_idx(tmp_path / "x", array, compress=True)
+    np.testing.assert_array_equal(datasets.load_idx(tmp_path / "x", max_bytes=96), array)
+    with pytest.raises(FileFormatError, match="too large"):
+        datasets.load_idx(tmp_path / "x", max_bytes=95)
+
+
+@pytest.mark.parametrize("code, shape, match", [
+    (0x08, (0, 2 ** 31 - 1, 2 ** 31 - 1, 2 ** 31 - 1), "beyond what numpy can hold"),
+    (0x0E, (0, 2 ** 30, 2 ** 30, 2 ** 3), "beyond what numpy can hold"),
+    (0x08, (1,) * 65, "64 dimensions"),
+    (0x08, (2 ** 31, 1), "beyond 2\\*\\*31 - 1"),
+    (0x08, (2 ** 32 - 1,), "beyond 2\\*\\*31 - 1"),
+    (0x0E, (2 ** 31 - 1, 2 ** 31 - 1, 2 ** 31 - 1), "beyond what numpy"),  # > int64
+    (0x0E, (2 ** 31 - 1, 2 ** 20), "too large"),
+])
+def test_idx_dimensions_that_overflow(tmp_path, code, shape, match):
+    (tmp_path / "bad").write_bytes(_idx_header(code, shape))
+    with pytest.raises(FileFormatError, match=match):
+        datasets.load_idx(tmp_path / "bad")
+
+
+def test_load_mnist_passes_max_bytes(tmp_path):
+    _fake_mnist(tmp_path, compress=True)
+    with pytest.raises(FileFormatError, match="too large.*max_bytes=1000"):
+        datasets.load_mnist(tmp_path, max_bytes=1000)
+    (train_x, _), _ = datasets.load_mnist(tmp_path, max_bytes=5 * 28 * 28)
+    assert train_x.shape == (5, 28, 28)

@@ -215,13 +215,14 @@ def test_other_files_are_never_removed(tmp_path, crashed_name):
             _make(tmp_path, f".ckpt.{dead_pid}.tmp"),                  # other programs
             _make(tmp_path, ".ckpt.k2j4h5g6.tmp"),
             _make(tmp_path, crashed_name[1:]),
-            _make(tmp_path, crashed_name + ".bak")]
+            _make(tmp_path, crashed_name + ".bak"),
+            _make(tmp_path, _named(crashed_name, pid=9999999999))]         # no such pid
     os.mkdir(tmp_path / _named(crashed_name, pid=int(dead_pid) + 1))
     os.symlink("/nonexistent", tmp_path / _named(crashed_name, pid=int(dead_pid) + 2))
     before = sorted(os.listdir(tmp_path))
     io.save(tmp_path / "ckpt", {"a": np.ones(2)})
     assert sorted(os.listdir(tmp_path)) == sorted(before + ["ckpt"])
-    assert len(keep) == 5
+    assert len(keep) == 6
 
 
 # --------------------------------------------------------------------------- permissions
