@@ -83,6 +83,8 @@ BAD_AXES = [
      TreeStructureError, r"vmap in_axes\[0\]\.b: dict keys"),
     ("output tuple too long", lambda x: (x, x), 0, (0, 0, 0), (X32,), TreeStructureError,
      r"vmap out_axes: a tuple of 3 entries where the output has one of 2"),
+    ("tuple out_axes for one array", lambda x: 2 * x, 0, (0,), (X32,), TreeStructureError,
+     r"vmap out_axes: a tuple where the output has a leaf of type Array"),
     ("output list for a tuple", lambda x: (x, x), 0, [0, 0], (X32,), TreeStructureError,
      r"vmap out_axes: a list where the output has .* tuple"),
     ("in_axes shorter than args", lambda a, b: a + b, (0,), 0, (Y3, Y3), TreeStructureError,

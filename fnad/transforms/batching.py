@@ -222,7 +222,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
         outs = vmap_flat(flat_fun, values, dims, size, keep_unbatched=True)
         out_tree = out_tree_cell[0]
         out_axes_flat = broadcast_prefix(
-            out_axes, tree_unflatten(out_tree, [_LEAF] * out_tree.num_leaves),
+            out_axes, tree_unflatten(out_tree, [o for o, _ in outs]),
             is_leaf=_is_none, name="vmap out_axes", full_name="output")
         final = []
         for (o, batched), ax in zip(outs, out_axes_flat):
@@ -243,9 +243,6 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
     vmapped.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
     vmapped.__wrapped__ = fun
     return vmapped
-
-
-_LEAF = object()    # stands for each output leaf when out_axes is matched to the output
 
 
 def _is_none(x):
