@@ -83,15 +83,16 @@ _IDX_TYPES = {0x08: np.dtype(">u1"), 0x09: np.dtype(">i1"), 0x0B: np.dtype(">i2"
 # sets in common use (EMNIST ByClass, 547 MB), far below what a small hostile gzip file
 # could otherwise expand to.
 MAX_IDX_BYTES = 2 ** 30
-_CHUNK = 1 << 24
+_CHUNK = 1 << 26      # the first read buffer: all of MNIST's largest file
 
 
 def load_idx(path, max_bytes=MAX_IDX_BYTES):
     """The array stored in the IDX file `path` (gzip-compressed or not, judged by its
     content), with native byte order. A file whose header declares more than
     `max_bytes` bytes of data raises FileFormatError before anything is decompressed
-    or allocated; a larger trusted file needs a larger `max_bytes`. Decompression stops
-    one byte past the declared size, so no file expands beyond it."""
+    or allocated; a larger trusted file needs a larger `max_bytes` (None: no limit).
+    Decompression stops one byte past the declared size, so no file expands beyond
+    it."""
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
@@ -105,7 +106,7 @@ def load_idx(path, max_bytes=MAX_IDX_BYTES):
 
 
 def _read_idx(path, stream, max_bytes):
-    magic = _read_at_most(stream, 4)
+    magic = _read_at_most(stream, 4).tobytes()
     if len(magic) < 4:
         raise FileFormatError(path, f"truncated: {len(magic)} bytes, too short for an IDX "
                                     f"magic number")
@@ -114,7 +115,7 @@ def _read_idx(path, stream, max_bytes):
         raise FileFormatError(path, f"bad magic number 0x{magic.hex()}: not an IDX file "
                                     f"(expected 0x0000 then a type code in "
                                     f"{[hex(c) for c in _IDX_TYPES]} and the rank)")
-    dims = _read_at_most(stream, 4 * ndim)
+    dims = _read_at_most(stream, 4 * ndim).tobytes()
     if len(dims) < 4 * ndim:
         raise FileFormatError(path, f"truncated: the header announces {ndim} dimensions but "
                                     f"the file ends after {4 + len(dims)} bytes")
@@ -127,8 +128,7 @@ def _read_idx(path, stream, max_bytes):
         found = f"{len(data)}" if len(data) < expected else "more"
         raise FileFormatError(path, f"{what}: shape {shape} of {dtype.newbyteorder('=')} "
                                     f"needs {expected} data bytes, the file has {found}")
-    array = np.frombuffer(data, dtype=dtype).reshape(shape)
-    return array.astype(dtype.newbyteorder("="), copy=False)
+    return data.view(dtype).reshape(shape).astype(dtype.newbyteorder("="), copy=False)
 
 
 def _declared_bytes(path, shape, dtype, max_bytes):
@@ -142,7 +142,7 @@ def _declared_bytes(path, shape, dtype, max_bytes):
                                     f"hold (at most 64 dimensions, and at most 2**63 - 1 "
                                     f"bytes counting only the nonzero dimensions)")
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > max_bytes:
+    if max_bytes is not None and nbytes > max_bytes:
         raise FileFormatError(path, f"too large: shape {shape} of "
                                     f"{dtype.newbyteorder('=')} declares {nbytes} bytes, "
                                     f"more than max_bytes={max_bytes}; pass a larger "
@@ -151,15 +151,21 @@ def _declared_bytes(path, shape, dtype, max_bytes):
 
 
 def _read_at_most(stream, n):
-    """Up to n bytes of stream, read (and decompressed) a chunk at a time, so that the
-    memory used follows what the file holds, not what its header claims."""
-    data = bytearray()
-    while len(data) < n:
-        chunk = stream.read(min(_CHUNK, n - len(data)))
-        if not chunk:
+    """Up to n bytes of stream as a uint8 array, read (and decompressed) into a buffer
+    that grows as data arrives, so that the memory used follows what the file holds,
+    not what its header claims."""
+    buffer = np.empty(min(n, _CHUNK), np.uint8)
+    size = 0
+    while size < n:
+        if size == len(buffer):
+            grown = np.empty(min(n, 2 * len(buffer)), np.uint8)
+            grown[:size] = buffer
+            buffer = grown
+        got = stream.readinto(memoryview(buffer)[size:])
+        if not got:
             break
-        data += chunk
-    return data
+        size += got
+    return buffer[:size]
 
 
 _MNIST_FILES = {
