@@ -240,6 +240,8 @@ def _remove_stale_temporaries(directory):
 def _creator_gone(pid, last_write):
     """Whether the process that wrote a file last at `last_write` (a time.time()) under
     the pid `pid` has ended. Unsure means no."""
+    if os.name != "posix":
+        return False    # Windows' os.kill(pid, 0) would end the process, not probe it
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -249,8 +251,8 @@ def _creator_gone(pid, last_write):
     except (OSError, OverflowError):     # OverflowError: a pid beyond the C int range
         return False
     state, started = _process_state_and_start(pid)
-    if state == "Z":
-        return True     # killed, not yet reaped: it writes nothing more
+    if state in ("Z", "X"):
+        return True     # ended, not yet reaped: it writes nothing more
     return started is not None and started > last_write + _CLOCK_SLACK_S
 
 
