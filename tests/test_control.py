@@ -203,7 +203,8 @@ def test_fori_loop_with_static_bounds_is_reverse_differentiable():
 
     def f_loop(W, h):
         for i in range(6):
-            h = jnp.tanh(W @ h) + 0.1 * i
+            # the loop index is the default int (int32): 0.1 * i is float32, as in fori
+            h = jnp.tanh(W @ h) + 0.1 * jnp.asarray(i, jnp.int32)
         return h.sum()
     for a, b in zip(fnad.grad(f, argnums=(0, 1))(W, h0), fnad.grad(f_loop, argnums=(0, 1))(W, h0)):
         np.testing.assert_allclose(a, b, rtol=1e-10)
@@ -275,7 +276,7 @@ def test_carry_type_change_is_named():
     with pytest.raises(TypeError, match=r"float64\[3\].*float32\[3\]"):
         lax.scan(lambda c, _: (c.astype(np.float32), None), x, None, length=2)
     with pytest.raises(TypeError, match=r"int32\[\].*float64\[\]|carry leaf"):
-        lax.while_loop(lambda c: c < 3, lambda c: c * 1.5, jnp.asarray(1))
+        lax.while_loop(lambda c: c < 3, lambda c: c * 1.5, jnp.asarray(1, jnp.int32))
     with pytest.raises(TypeError, match="pair"):
         lax.scan(lambda c, x: c, x, x)
     with pytest.raises(fnad.ShapeError, match="lengths"):

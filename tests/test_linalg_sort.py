@@ -70,7 +70,8 @@ def test_dtypes():
     a32 = well_conditioned(3, 3).astype(np.float32)
     assert jnp.linalg.inv(a32).dtype == np.float32
     assert jnp.linalg.solve(a32, np.ones(3)).dtype == np.float64
-    assert jnp.linalg.det(np.eye(2, dtype=np.int32)).dtype == np.float64
+    assert jnp.linalg.det(np.eye(2, dtype=np.int32)).dtype == np.float32   # as JAX
+    assert jnp.linalg.det(np.eye(2, dtype=np.int64)).dtype == np.float32   # the default float
     assert jnp.linalg.matrix_power(np.array([[1, 1], [1, 0]]), 10).dtype == np.int64
 
 

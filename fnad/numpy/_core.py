@@ -20,7 +20,7 @@ def asarray(a, dtype=None, copy=None):
             return a
         out = astype(a, dtype)
         # An explicit dtype makes the value strongly typed, as in JAX.
-        return Array(out._value) if out is a and a.weak_type else out
+        return Array(out._value) if out is a and type(a) is Array and a.weak_type else out
     if isinstance(a, (np.ndarray, np.generic)):
         value = np.array(a, dtype=dtype)
     elif type(a) in (int, float):
