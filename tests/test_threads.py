@@ -309,3 +309,43 @@ def test_a_compile_requested_while_the_queue_is_drained_still_runs(monkeypatch):
     lowering.wait_for_compiles()
     assert first.ran.wait(TIMEOUT)
     assert late.ran.wait(TIMEOUT), "a compile request was dropped"
+
+
+PARALLEL_KERNELS_FROM_THREADS = """
+import threading
+import numpy as np
+import fnad, fnad.numpy as fnp
+from fnad.kernels.cpu import lowering
+fnad.config.update("background_compile", False)
+n = lowering.PARALLEL_MIN_ELEMENTS          # large enough for a parallel loop nest
+a = fnp.asarray(np.linspace(-1.0, 1.0, n, dtype=np.float32))
+b = fnp.asarray(np.linspace(2.0, 3.0, n, dtype=np.float32))
+f = fnad.jit(lambda a, b: a * b + a)        # arithmetic only: one Numba loop nest
+want = np.asarray(a) * np.asarray(b) + np.asarray(a)
+np.testing.assert_array_equal(np.asarray(f(a, b)), want)
+wrong = []
+
+def run():
+    for _ in range(8):
+        if not np.array_equal(np.asarray(f(a, b)), want):
+            wrong.append(1)
+threads = [threading.Thread(target=run) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+import numba
+print("layer", numba.threading_layer(), "wrong", len(wrong))
+"""
+
+
+def test_parallel_kernels_from_several_threads_with_numbas_workqueue_layer():
+    """Numba's fallback threading layer aborts the process when two threads run
+    parallel kernels at once; fnad runs its parallel kernels one at a time."""
+    import os
+    import subprocess
+    env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue")
+    done = subprocess.run([sys.executable, "-c", PARALLEL_KERNELS_FROM_THREADS], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.split()[-4:] == ["layer", "workqueue", "wrong", "0"], done.stdout

@@ -359,6 +359,20 @@ def import_generated(text, prefix):
     return module
 
 
+# Numba's workqueue threading layer (its fallback where neither TBB nor OpenMP is
+# installed) terminates the process when two threads run parallel kernels at once.
+# A parallel kernel already keeps every core busy: running them one at a time costs
+# other threads little, and a lock per kernel of >= 2^22 elements costs nothing.
+_parallel_kernel_lock = threading.Lock()
+
+
+def _one_at_a_time(call):
+    def locked(*args):
+        with _parallel_kernel_lock:
+            return call(*args)
+    return locked
+
+
 class _FirstKernelCall:
     """Stands in a driver's namespace for a fused kernel until Numba has it ready.
 
@@ -372,6 +386,8 @@ class _FirstKernelCall:
     def __init__(self, kernel, namespace, name, group, kernel_source):
         self.kernel = kernel
         self.call = bit_views(kernel, kernel_source.half_args)
+        if kernel.targetoptions.get("parallel"):
+            self.call = _one_at_a_time(self.call)
         self.half_args = kernel_source.half_args
         self.namespace = namespace
         self.name = name
