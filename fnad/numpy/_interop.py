@@ -33,7 +33,7 @@ def _is_fnad_function(obj):
 
 
 def _is_numpy_function(obj):
-    return isinstance(obj, np.ufunc) or (callable(obj) and not isinstance(obj, type))
+    return callable(obj) and not isinstance(obj, type)     # functions and ufuncs
 
 
 def _copy(a, order="K", subok=False):
@@ -59,10 +59,12 @@ EXTRA = {
 # numpy arguments under another name in fnad, per numpy function.
 RENAMED = {np.clip: {"min": "a_min", "max": "a_max"}}
 
-# ufunc methods: (ufunc name -> fnad.numpy function name, numpy's default axis).
-REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-          "logical_and": "all", "logical_or": "any"}
-ACCUMULATE = {"add": "cumsum", "multiply": "cumprod"}
+# ufunc.reduce and ufunc.accumulate: ufunc name -> the fnad.numpy function.
+TABLES = {
+    "reduce": {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+               "logical_and": "all", "logical_or": "any"},
+    "accumulate": {"add": "cumsum", "multiply": "cumprod"},
+}
 
 # Arguments that change nothing for immutable fnad arrays, whatever their value.
 _HARMLESS = {"subok", "copy", "overwrite_input"}
@@ -97,37 +99,34 @@ class Counterpart:
                                 RENAMED.get(np_func, {}))
         self.fast = _positional_agreement(self.np_sig.parameters, fn_params, self.renamed)
 
-    def __call__(self, args, kwargs):
+    def translate(self, args, kwargs):
+        """(positional, keyword) arguments for the fnad function, or a string saying
+        which argument it cannot honour."""
         if not kwargs and len(args) <= self.fast:
-            return self.fn(*args)
+            return args, kwargs
         if self.np_sig is None:
-            return self.fn(*args, **_drop_out(self.name, kwargs))
+            return args, _drop_out(self.name, kwargs)
         bound = self.np_sig.bind(*args, **kwargs)   # numpy's own TypeError if misused
         positional, named = [], {}
         for name, value in bound.arguments.items():
             kind = self.np_sig.parameters[name].kind
             if kind is inspect.Parameter.VAR_POSITIONAL:
                 positional.extend(value)
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                for key, item in value.items():
-                    self._pass(key, item, _NO_VALUE, named)
-            else:
-                self._pass(name, value, self.np_sig.parameters[name].default, named)
-        return self.fn(*positional, **named)
-
-    def _pass(self, name, value, default, named):
-        if name == "out":
-            _drop_out(self.name, {"out": value})
-            return
-        target = self.renamed.get(name, name)
-        if target in self.fn_params:
-            named[target] = value
-        elif not _ignorable(name, value, default):
-            raise NumpyFunctionError(
-                f"{self.name}(..., {name}={_describe(value)}) on fnad arrays: fnad's "
-                f"counterpart {self.fnad_name} has no {name!r} argument. Leave it out, or "
-                f"call np.asarray(x) first to work on a numpy copy (outside transforms: "
-                f"the copy is not differentiated, jitted or batched).")
+                continue
+            items = value.items() if kind is inspect.Parameter.VAR_KEYWORD else \
+                [(name, value)]
+            for key, item in items:
+                default = self.np_sig.parameters[key].default \
+                    if key in self.np_sig.parameters else _NO_VALUE
+                target = self.renamed.get(key, key)
+                if key == "out":
+                    _drop_out(self.name, {"out": item})
+                elif target in self.fn_params:
+                    named[target] = item
+                elif not _ignorable(key, item, default):
+                    return f"{self.name}(..., {key}={_describe(item)}): fnad's " \
+                           f"counterpart {self.fnad_name} has no {key!r} argument"
+        return positional, named
 
 
 def _describe(value):
@@ -207,12 +206,39 @@ def counterparts():
             for np_func, (fn, fnad_name) in table.items()}
 
 
-def _no_counterpart(what):
-    return NumpyFunctionError(
-        f"{what} has no fnad counterpart, so it cannot run on fnad arrays (nor be "
-        f"differentiated, jitted or batched). Outside transforms, call np.asarray(x) "
-        f"first to work on a numpy copy; inside them, write it with fnad.numpy or "
-        f"fnad.lax operations.")
+def _on_numpy_copies(problem, numpy_fn, args, kwargs):
+    """A call fnad cannot run as numpy would (`problem` says why). On concrete Arrays
+    numpy's own function runs on numpy copies: nothing is being transformed, so
+    nothing is lost (JAX's arrays behave so). A traced value raises."""
+    tracer = next((a for a in _operands((args, tuple(kwargs.values())))
+                   if isinstance(a, Tracer)), None)
+    if tracer is None:
+        values = _numpy_copies(list(kwargs.values()))
+        return numpy_fn(*_numpy_copies(args), **dict(zip(kwargs, values)))
+    raise NumpyFunctionError(
+        f"{problem}, so it cannot run on a value traced by {tracer._trace.name} "
+        f"({tracer.aval}): numpy's own function would see a plain array and the "
+        f"transform would lose it. Write it with fnad.numpy or fnad.lax operations, or "
+        f"apply it to the transform's result (outside transforms, numpy's function "
+        f"runs on a numpy copy of concrete Arrays).")
+
+
+def _operands(args):
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            yield from _operands(a)
+        else:
+            yield a
+
+
+def _numpy_copies(args):
+    return type(args)(_numpy_copies(a) if isinstance(a, (list, tuple)) else
+                      np.asarray(a) if isinstance(a, Array) else a for a in args)
+
+
+@functools.cache
+def _parameters(fn):
+    return inspect.signature(fn).parameters
 
 
 _NUMPY_DEFAULTS = (np.ndarray.__array_function__, np.ndarray.__array_ufunc__)
@@ -233,10 +259,14 @@ def array_function(self, func, types, args, kwargs):
     """NEP 18: numpy function `func` called with fnad values among its arguments."""
     if not _ours(types):
         return NotImplemented       # another library's array takes part: let it decide
+    name = f"{func.__module__}.{func.__name__}"
+    kwargs = _drop_out(name, kwargs)
     counterpart = counterparts().get(func)
-    if counterpart is None:
-        raise _no_counterpart(f"{func.__module__}.{func.__name__}")
-    return counterpart(args, kwargs)
+    call = counterpart.translate(args, kwargs) if counterpart is not None else \
+        f"{name} has no fnad counterpart"
+    if not isinstance(call, str):
+        return counterpart.fn(*call[0], **call[1])
+    return _on_numpy_copies(call, func, args, kwargs)
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -246,45 +276,44 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         return NotImplemented
     name = f"numpy.{ufunc.__name__}"
     kwargs = _drop_out(name if method == "__call__" else f"{name}.{method}", kwargs)
-    if method == "__call__":
-        counterpart = counterparts().get(ufunc)
-        if counterpart is None:
-            raise _no_counterpart(name)
-        _check_ufunc_kwargs(name, kwargs, ())
-        return counterpart.fn(*inputs)
-    if method == "reduce" and ufunc.__name__ in REDUCE:
-        return _reduce(name, REDUCE[ufunc.__name__], *inputs, **kwargs)
-    if method == "accumulate" and ufunc.__name__ in ACCUMULATE:
-        return _reduce(name, ACCUMULATE[ufunc.__name__], *inputs, **kwargs)
-    if method == "outer" and ufunc in counterparts():
-        a, b = (_core.as_operand(x) for x in inputs)
-        _check_ufunc_kwargs(name, kwargs, ())
-        return counterparts()[ufunc].fn(_shapes.reshape(a, a.shape + (1,) * b.ndim), b)
     if method == "at":
         raise ImmutableArrayError(
             f"{name}.at on fnad arrays: fnad arrays are immutable; use "
             f"x.at[idx].add(v) (or .set, .multiply, .min, .max), which returns an "
             f"updated copy")
-    raise _no_counterpart(f"{name}.{method}")
+    counterpart = counterparts().get(ufunc)
+    if method == "__call__":
+        problem = _ufunc_problem(name, kwargs, ())
+        if counterpart is None:
+            problem = f"{name} has no fnad counterpart"
+        elif problem is None:
+            return counterpart.fn(*inputs)
+    elif method in ("reduce", "accumulate") and ufunc.__name__ in TABLES[method]:
+        fn = _namespaces[np][TABLES[method][ufunc.__name__]]
+        accepted = _parameters(fn)
+        problem = _ufunc_problem(f"{name}.{method}", kwargs, accepted)
+        if problem is None:
+            # numpy's default axis for reduce and accumulate is 0, not None
+            return fn(inputs[0], axis=kwargs.pop("axis", 0),
+                      **{k: v for k, v in kwargs.items() if k in accepted})
+    elif method == "outer" and counterpart is not None:
+        problem = _ufunc_problem(f"{name}.outer", kwargs, ())
+        if problem is None:
+            a, b = (_core.as_operand(x) for x in inputs)
+            return counterpart.fn(_shapes.reshape(a, a.shape + (1,) * b.ndim), b)
+    else:
+        problem = f"{name}.{method} has no fnad counterpart"
+    return _on_numpy_copies(problem, getattr(ufunc, method), inputs, kwargs)
 
 
 _UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
                    "dtype": None, "signature": None}
 
 
-def _check_ufunc_kwargs(name, kwargs, accepted):
+def _ufunc_problem(name, kwargs, accepted):
     for key, value in kwargs.items():
         if key not in accepted and not _ignorable(key, value, _UFUNC_DEFAULTS.get(key)):
-            raise NumpyFunctionError(
-                f"{name}(..., {key}={_describe(value)}) is not supported on fnad arrays: fnad's "
-                f"counterpart takes the operands only (cast with x.astype(dtype), select "
-                f"with fnad.numpy.where), or call np.asarray(x) first to work on a numpy "
-                f"copy outside transforms")
-
-
-def _reduce(name, fn_name, array, axis=0, **kwargs):
-    """``np.add.reduce(x)`` is ``fnp.sum(x, axis=0)``: numpy's default axis is 0."""
-    fn = _namespaces[np][fn_name]
-    accepted = inspect.signature(fn).parameters
-    _check_ufunc_kwargs(name, kwargs, accepted)
-    return fn(array, axis=axis, **{k: v for k, v in kwargs.items() if k in accepted})
+            return f"{name}(..., {key}={_describe(value)}): fnad's counterpart has no " \
+                   f"{key!r} argument (cast with x.astype(dtype), select with " \
+                   f"fnad.numpy.where)"
+    return None
