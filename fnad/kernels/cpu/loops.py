@@ -7,6 +7,7 @@ Numba expression that computes it (matrix products, reshapes, transposes...).
 Otherwise, or until Numba has compiled it, the scan runs its body's compiled driver
 from a Python loop; compilation happens on a background thread, as for kernels.
 """
+import hashlib
 import threading
 import weakref
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from ... import config
 from ...program import Literal
+from . import lowering
 from .lowering import Group, KernelSource, partition, import_generated, literal, _materialized
 
 _loops = weakref.WeakKeyDictionary()    # a loop's body Program -> {key: _Loop}
@@ -138,7 +140,12 @@ def _functions(programs):
 
 
 def _module(text):
-    return import_generated(HEADER + text, "fnad_loop")
+    # A loop's cached machine code names the modules of the kernels it calls, and their
+    # names hash the kernel header as well as the kernel sources written here: a new
+    # kernel header must make a new loop module, not one whose cache names modules
+    # that no longer exist.
+    header = hashlib.sha1(lowering.HEADER.encode()).hexdigest()[:20]
+    return import_generated(f"{HEADER}# kernel header {header}\n{text}", "fnad_loop")
 
 
 def scan_text(program, num_consts, num_carry, length, reverse):
