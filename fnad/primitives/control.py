@@ -75,7 +75,9 @@ def _per_program(fn):
     def cached(program, *key):
         entries = cache.setdefault(program, {})
         if key not in entries:
-            entries[key] = fn(program, *key)
+            # No lock: staging may take long and re-enter this cache. Threads that miss
+            # together both compute; setdefault keeps the first, so all share one entry.
+            entries.setdefault(key, fn(program, *key))
         return entries[key]
     return cached
 

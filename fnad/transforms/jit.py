@@ -171,7 +171,9 @@ def program_cache(fn):
     def cached(program, *key):
         table = caches.setdefault(program, {})
         if key not in table:
-            table[key] = fn(program, *key)
+            # No lock: staging may take long and re-enter this cache. Threads that miss
+            # together both compute; setdefault keeps the first, so all share one entry.
+            table.setdefault(key, fn(program, *key))
         return table[key]
     return cached
 
@@ -283,7 +285,10 @@ class Jitted:
             if config.explain_cache_misses and self.cache:
                 print(f"fnad.jit: tracing {self.__name__} again: no cached trace for "
                       f"{_describe(avals)} with static args {static}")
-            entry = self.cache[key] = self._trace(args, static_kw, positions, in_tree, avals)
+            # Threads that miss together both trace (no lock around user code); the
+            # first entry stored is kept, so they share one program and its kernels.
+            entry = self.cache.setdefault(
+                key, self._trace(args, static_kw, positions, in_tree, avals))
         return entry, flat
 
     def _trace(self, args, static_kw, positions, in_tree, avals):
