@@ -7,8 +7,13 @@ ones to one `gather`; `.at` updates lower the whole expression to one scatter.
 Both use the same layout (`_plan`): the operand's indexed axes are moved first,
 its untouched ("whole") axes follow as the rows the primitives copy, and the
 result's axes are put in numpy's order, advanced axes together where numpy puts
-them. Reads follow numpy for out-of-range indices (IndexError when the index is
-concrete; clamped when traced); `.at` updates drop them, as in JAX.
+them.
+
+Out-of-range indices in reads: where the index is concrete (eager, under grad and
+jvp, a Python or numpy index inside jit) numpy's IndexError; where it is traced (by
+jit or vmap) there is no value to check, so the gather clamps it into range, as JAX
+does, after counting [-n, 0) from the end. `.at` updates drop out-of-range indices,
+as in JAX. The README's "Differences from JAX" states the same rule.
 """
 import collections
 import operator
