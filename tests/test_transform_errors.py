@@ -441,8 +441,10 @@ def test_num_batches_counts():
         for size in range(1, 5):
             assert data.num_batches(n, size) == -(-n // size)
             assert data.num_batches(n, np.int64(size), drop_last=True) == n // size
-            assert data.num_batches(n, size) == len(data.batches(np.zeros(max(n, 1)), size)) \
-                or n == 0
+            if n:
+                for drop_last in (False, True):
+                    assert data.num_batches(n, size, drop_last) == len(
+                        data.batches(np.zeros(n), size, drop_last=drop_last))
 
 
 # --------------------------------------------------------------------------- escaped jit tracers
