@@ -10,6 +10,7 @@ import fnad.numpy as fnp
 from fnad.errors import (ConcretizationError, ImmutableArrayError, NumpyFunctionError,
                          TracerArrayConversionError)
 from fnad.kernels.cpu import lowering
+from cuda_util import GPUS, to_gpu, host
 
 RNG = np.random.default_rng(0)
 A = RNG.standard_normal((3, 4))
@@ -364,3 +365,16 @@ def test_format_of_traced_values():
     assert "Traced" in seen[-1]
     with pytest.raises(ConcretizationError):
         fnad.jit(lambda w: f"{np.sum(w):.3f}" and w)(fnp.asarray(W))
+
+
+# --------------------------------------------------------------------------- on a GPU
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not GPUS, reason="numba.cuda finds no GPU (nor simulator)")
+def test_numpy_functions_on_gpu_arrays_stay_on_the_gpu():
+    x = to_gpu(W)
+    np.testing.assert_allclose(host(np.exp(x) * x), np.exp(W) * W, rtol=1e-12)
+    np.testing.assert_allclose(host(np.sum(x, axis=0)), W.sum(), rtol=1e-12)
+    g = fnad.grad(lambda w: np.sum(np.exp(w) * w))(x)
+    np.testing.assert_allclose(host(g), np.exp(W) * (1 + W), rtol=1e-12)
+    assert f"{np.sum(x):.4f}" == f"{W.sum():.4f}"
