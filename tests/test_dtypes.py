@@ -316,6 +316,12 @@ def test_weak_arrays_promote_like_their_scalar():
     assert (w + fnp.ones(2, fnp.float16)).dtype == np.float16
     assert (fnp.asarray(2) + _ones(np.int8)).dtype == np.int8
     assert not (w * 2).weak_type            # results are strongly typed
+    u8 = _ones(np.uint8)
+    assert (fnp.asarray(255) + u8).dtype == np.uint8
+    with pytest.raises(OverflowError):
+        fnp.asarray(300) + u8               # as the Python int 300 would: no wrap-around
+    with pytest.raises(OverflowError):
+        fnp.asarray(-1) * u8
     fnad.config.update("jax_enable_x64", True)
     w64 = fnp.asarray(0.5)
     assert w64.dtype == np.float64

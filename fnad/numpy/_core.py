@@ -94,7 +94,17 @@ def promote(*args):
     if ops and all(_is_python_scalar(a) for a in ops):
         ops[0] = asarray(ops[0])
     dtype = dtypes.result_type(*ops)
-    return [np.asarray(a, dtype) if _is_python_scalar(a) else astype(a, dtype) for a in ops]
+    out = []
+    for a in ops:
+        if _is_python_scalar(a):
+            out.append(np.asarray(a, dtype))
+        elif type(a) is Array and a.weak_type and a.dtype != dtype:
+            # converts like the Python scalar it was made from: one that does not fit
+            # the dtype raises OverflowError instead of wrapping around
+            out.append(Array(np.asarray(np.asarray(a).item(), dtype)))
+        else:
+            out.append(astype(a, dtype))
+    return out
 
 
 _constants = {}     # dtype -> {Python value -> read-only 0-d array}
