@@ -94,10 +94,16 @@ class Counterpart:
         except (TypeError, ValueError):
             self.np_sig, self.fast = None, 0
             return
+        params = self.np_sig.parameters
         self.fn_params = fn_params
-        self.renamed = _renames(self.np_sig.parameters, fn_params,
-                                RENAMED.get(np_func, {}))
-        self.fast = _positional_agreement(self.np_sig.parameters, fn_params, self.renamed)
+        self.renamed = _renames(params, fn_params, RENAMED.get(np_func, {}))
+        self.fast = _positional_agreement(params, fn_params, self.renamed)
+        self.positional = _positional(params)
+        self.keywords = {n for n, p in params.items() if p.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)}
+        self.simple = not any(p.kind in (inspect.Parameter.VAR_POSITIONAL,
+                                         inspect.Parameter.VAR_KEYWORD)
+                              for p in params.values())
 
     def translate(self, args, kwargs):
         """(positional, keyword) arguments for the fnad function, or a string saying
@@ -105,28 +111,39 @@ class Counterpart:
         if not kwargs and len(args) <= self.fast:
             return args, kwargs
         if self.np_sig is None:
-            return args, _drop_out(self.name, kwargs)
-        bound = self.np_sig.bind(*args, **kwargs)   # numpy's own TypeError if misused
+            return args, kwargs
         positional, named = [], {}
+        for key, item in self._bind(args, kwargs, positional):
+            target = self.renamed.get(key, key)
+            if key == "out":
+                _drop_out(self.name, {"out": item})
+            elif target in self.fn_params:
+                named[target] = item
+            elif not _ignorable(key, item, self.np_sig.parameters[key].default
+                                if key in self.np_sig.parameters else _NO_VALUE):
+                return f"{self.name}(..., {key}={_describe(item)}): fnad's " \
+                       f"counterpart {self.fnad_name} has no {key!r} argument"
+        return positional, named
+
+    def _bind(self, args, kwargs, positional):
+        """numpy's arguments by name, as numpy binds them; *args go to `positional`."""
+        if self.simple and len(args) <= len(self.positional) and \
+                self.keywords.issuperset(kwargs) and \
+                not any(name in kwargs for name in self.positional[:len(args)]):
+            named = dict(zip(self.positional, args))
+            named.update(kwargs)
+            return named.items()
+        bound = self.np_sig.bind(*args, **kwargs)   # numpy's own TypeError if misused
+        items = []
         for name, value in bound.arguments.items():
             kind = self.np_sig.parameters[name].kind
             if kind is inspect.Parameter.VAR_POSITIONAL:
                 positional.extend(value)
-                continue
-            items = value.items() if kind is inspect.Parameter.VAR_KEYWORD else \
-                [(name, value)]
-            for key, item in items:
-                default = self.np_sig.parameters[key].default \
-                    if key in self.np_sig.parameters else _NO_VALUE
-                target = self.renamed.get(key, key)
-                if key == "out":
-                    _drop_out(self.name, {"out": item})
-                elif target in self.fn_params:
-                    named[target] = item
-                elif not _ignorable(key, item, default):
-                    return f"{self.name}(..., {key}={_describe(item)}): fnad's " \
-                           f"counterpart {self.fnad_name} has no {key!r} argument"
-        return positional, named
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                items.extend(value.items())
+            else:
+                items.append((name, value))
+        return items
 
 
 def _describe(value):
