@@ -5,6 +5,8 @@ make_jaxpr) must never see another thread's operations, and another thread's eag
 ops must never become its tracers. Every result here is compared with the one the
 same computation gives alone, in the main thread. Worker threads are daemons joined
 with a deadline, so a deadlock fails the test instead of hanging it."""
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -16,6 +18,7 @@ import fnad
 import fnad.numpy as fnp
 from fnad import Array
 from fnad.core import Tracer, current_trace, EVAL
+from fnad.errors import EscapedTracerError
 from fnad.kernels.cpu import lowering
 
 TIMEOUT = 120.0         # seconds: a deadline for joins and events, never reached when fine
@@ -115,7 +118,7 @@ def test_threads_get_what_they_get_alone():
     reference = {name: fn() for name, fn in _workload(_shared()).items()}
     np.testing.assert_allclose(np.asarray(reference["grad"]), loss_grad(X), rtol=1e-12)
     work = _workload(_shared())     # fresh jitted functions: their first trace races too
-    tally = {"calls": 0, "wrong": [], "tracers": 0, "errors": []}
+    tally = {"calls": 0, "wrong": [], "tracers": 0}
     lock = threading.Lock()
     start = threading.Barrier(THREADS, timeout=TIMEOUT)
 
@@ -241,7 +244,6 @@ def test_thread_started_inside_a_trace_starts_outside_any_transform():
 
 
 def test_a_tracer_handed_to_another_thread_is_an_escaped_tracer():
-    from fnad.errors import EscapedTracerError
     x = fnp.asarray(X)
     seen = []
 
@@ -342,8 +344,6 @@ print("layer", numba.threading_layer(), "wrong", len(wrong))
 def test_parallel_kernels_from_several_threads_with_numbas_workqueue_layer():
     """Numba's fallback threading layer aborts the process when two threads run
     parallel kernels at once; fnad runs its parallel kernels one at a time."""
-    import os
-    import subprocess
     env = dict(os.environ, NUMBA_THREADING_LAYER="workqueue")
     done = subprocess.run([sys.executable, "-c", PARALLEL_KERNELS_FROM_THREADS], env=env,
                           capture_output=True, text=True, timeout=600)
