@@ -3,6 +3,7 @@ along one axis (cumsum, cumprod, cummax, cummin)."""
 import numpy as np
 
 from ..core import Primitive, ShapedArray
+from ..kernels.cpu import reduce as kernels
 from ..errors import ShapeError, DTypeError
 from . import shape as S
 from .elementwise import select_p, convert_element_type_p, eq_p
@@ -67,14 +68,10 @@ def _wide_float(dtype):
     return np.dtype(np.float64) if dtype in (np.float16, np.float32) else dtype
 
 
-def _sum(x, axes):
-    return np.add.reduce(x, axis=axes, dtype=_wide_float(x.dtype)).astype(x.dtype, copy=False)
-
-
 reduce_sum_p = Primitive(
     "reduce_sum", abstract_eval=_reduced_shape("reduce_sum"),
     reduction=(lambda dtype: 0, "{acc} + {x}", _wide_float),
-    impl=_sum,
+    impl=lambda x, axes: kernels.wide_sum(x, axes, _wide_float(x.dtype)),
     jvp=lambda primals, tangents, axes: (reduce_sum(primals[0], axes),
                                          reduce_sum(tangents[0], axes)),
     vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes),))
