@@ -77,10 +77,6 @@ def default_int():
     return int64 if config.enable_x64 else int32
 
 
-def default_uint():
-    return uint64 if config.enable_x64 else uint32
-
-
 def _resolve(t):
     if t is WEAK_FLOAT:
         return default_float()
@@ -96,10 +92,6 @@ def check_supported(dtype, what="array"):
             f"fnad does not support dtype {dtype} (for {what}); supported dtypes are "
             + ", ".join(sorted(str(d) for d in SUPPORTED)))
     return dtype
-
-
-def is_float(dtype):
-    return dtype.kind == "f"
 
 
 def promote_types(a, b):
@@ -151,26 +143,10 @@ def to_inexact(dtype):
 
 def canonical_python_dtype(value):
     """The dtype a Python scalar becomes when it is the only source of a dtype."""
-    t = type(value)
-    if t is float:
-        return default_float()
-    if t is bool:
+    if isinstance(value, bool):
         return bool_
-    if t is int:
+    if isinstance(value, int):
         return default_int()
-    for base, dt in ((bool, bool_), (int, None), (float, None)):
-        if isinstance(value, base):
-            return dt or (default_int() if base is int else default_float())
+    if isinstance(value, float):
+        return default_float()
     raise DTypeError(f"cannot make an fnad array from a {type(value).__name__}")
-
-
-_weak_cache = {}
-
-
-def weak_result_dtype(dtype, scalar):
-    """The dtype of combining an array of `dtype` with the Python scalar `scalar`."""
-    key = (dtype, type(scalar), config.enable_x64)
-    out = _weak_cache.get(key)
-    if out is None:
-        out = _weak_cache[key] = result_type(dtype, type(scalar))
-    return out
