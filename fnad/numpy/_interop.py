@@ -11,8 +11,11 @@ The table is derived from the names themselves: a numpy function or ufunc maps t
 the fnad.numpy (or fnad.numpy.linalg) function of the same public name; `EXTRA` and
 the ufunc-method tables below list the few exceptions. A call is translated through
 numpy's own signature, so a positional ``out`` or a renamed parameter cannot land on
-the wrong fnad argument, and an argument fnad cannot honour is an error, never
-ignored. Array and Tracer get the two protocol methods from `fnad.numpy._methods`.
+the wrong fnad argument, and an argument fnad cannot honour is never ignored. A call
+fnad cannot run (no counterpart, or such an argument) raises on traced values and runs
+numpy's own function on numpy copies of concrete Arrays, where nothing is lost.
+``out=`` always raises: fnad never writes into an array. Array and Tracer get the two
+protocol methods from `fnad.numpy._methods`.
 """
 import functools
 import inspect
