@@ -370,3 +370,13 @@ def test_gpu_reductions_propagate_nan():
         assert int(host(op(xg))) == ref(x) == 120
         assert int(host(fnad.jit(lambda x: op(x * 2))(xg))) == 120
 
+
+
+@on_gpu
+def test_gpu_float16_reductions_round_once():
+    x = half_data((3, 400))
+    xg = to_gpu(x)
+    exact = np.array([math.fsum(r) for r in x.astype(np.float64)])
+    np.testing.assert_array_equal(host(fnp.sum(xg, axis=1)), exact.astype(np.float16))
+    np.testing.assert_array_equal(host(fnp.max(xg, axis=1)), np.max(x, axis=1))
+    assert host(fnad.jit(lambda x: fnp.sum(x * 1))(xg)) == np.float16(math.fsum(exact))
