@@ -212,6 +212,8 @@ rem_p = binary("rem", np.fmod, lambda x, y, o: 1 + 0 * o, lambda x, y, o: -_trun
 # in every width; a zero divisor gives 0 for integers and inf/nan for floats, and
 # iinfo.min // -1 wraps around, all as numpy. Floats use numpy's divmod algorithm
 # (fmod, then a correction), so 1.0 // 0.1 is 9.0, not floor(1.0 / 0.1) = 10.0.
+# Numba's % (cpu and cuda) already is numpy's remainder, zero divisors included; its //
+# is too but for iinfo(int64).min // -1, which the helper handles.
 floor_divide_p = binary("floor_divide", np.floor_divide, None, None,
                         "kernels.floor_divide_scalar({0}, {1})", kinds="iuf")
 remainder_p = binary("remainder", np.remainder, lambda x, y, o: 1 + 0 * o,
