@@ -31,5 +31,6 @@ def block_until_ready(x):
 __version__ = "0.1.0"
 
 from .transforms.jit import jit, make_jaxpr  # noqa: E402,F401
+from .cache import clear_caches  # noqa: E402,F401
 from . import config  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401

@@ -7,9 +7,14 @@
                                             # through numpy while they compile
     fnad.config.update("jax_enable_x64", True)  # Python scalars and new arrays default
                                             # to float64/int64 instead of float32/int32
+    fnad.config.trace_cache_size = 4096     # traces kept per jitted function (LRU)
+    fnad.config.compilation_cache_max_size = 2**30  # bytes of the kernel disk cache
+                                            # (LRU; -1: no limit, 0: no disk cache)
 
 enable_x64 starts from the environment (JAX_ENABLE_X64 or FNAD_ENABLE_X64 = 1/0,
 true/false) and is also readable as config.jax_enable_x64, as in JAX.
+compilation_cache_max_size starts from FNAD_CACHE_MAX_SIZE (bytes) when it is set, so
+`python -m fnad.cache` and every process of a job see one limit.
 """
 import os
 import sys
@@ -19,9 +24,11 @@ log_compiles = False
 explain_cache_misses = False
 disable_jit = False
 background_compile = True
+# JAX keeps up to 4096 entries in its jit caches.
+trace_cache_size = 4096
 
 _FLAGS = ("log_compiles", "explain_cache_misses", "disable_jit", "background_compile",
-          "enable_x64")
+          "enable_x64", "trace_cache_size", "compilation_cache_max_size")
 
 
 def _truth(name, text):
@@ -42,6 +49,20 @@ def _x64_from_environment():
 
 
 enable_x64 = _x64_from_environment()
+
+
+def _cache_size_from_environment():
+    text = os.environ.get("FNAD_CACHE_MAX_SIZE")
+    if text is None:
+        return 1 << 30
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"environment variable FNAD_CACHE_MAX_SIZE={text!r} is not a "
+                         f"number of bytes (-1: no limit, 0: no disk cache)") from None
+
+
+compilation_cache_max_size = _cache_size_from_environment()
 
 
 def update(name, value):

@@ -21,6 +21,7 @@ import weakref
 
 import numpy as np
 
+from ..cache import register
 from ..core import Primitive, ShapedArray, use_trace, current_trace
 from ..errors import DTypeError, ShapeError, GradientError
 from ..program import Program, Var, evaluate
@@ -70,16 +71,28 @@ def _per_program(fn):
     """Cache fn(program, *key) for as long as `program` lives: the rules of a
     control-flow equation derive the same sub-programs each time they run."""
     cache = weakref.WeakKeyDictionary()
+    register(cache.clear)
 
     @functools.wraps(fn)
     def cached(program, *key):
         entries = cache.setdefault(program, {})
-        if key not in entries:
+        weak = _weak_key(key)
+        if weak not in entries:
             # No lock: staging may take long and re-enter this cache. Threads that miss
             # together both compute; setdefault keeps the first, so all share one entry.
-            entries.setdefault(key, fn(program, *key))
-        return entries[key]
+            entries.setdefault(weak, fn(program, *key))
+        return entries[weak]
     return cached
+
+
+def _weak_key(key):
+    """key with the Programs in it (in tuples, at any depth) held weakly: an entry that
+    held a program of its own key would keep itself alive."""
+    if isinstance(key, Program):
+        return weakref.ref(key)
+    if isinstance(key, tuple):
+        return tuple(_weak_key(k) for k in key)
+    return key
 
 
 def _dependent(program, in_mask, floats_only=False):
@@ -260,8 +273,7 @@ def _cond_abstract_eval(index, *operands, branches):
 def _cond_impl(index, *operands, branches):
     from ..kernels.cpu.loops import compiled_loop, cond_text
     args = [np.asarray(index)] + [np.asarray(o) for o in operands]
-    branch = compiled_loop(branches[0], ("cond",) + tuple(map(id, branches)),
-                           lambda: cond_text(branches), args)
+    branch = compiled_loop(branches, "cond", lambda *bs: cond_text(bs), args)
     if branch:      # the branches and the choice in one compiled function
         return [np.asarray(o) for o in branch(*args)]
     return [np.asarray(o) for o in run_cond(index, operands, branches, _compiled)]
@@ -373,8 +385,8 @@ def _while_abstract_eval(*avals, cond, body, cond_nconsts, body_nconsts):
 def _while_impl(*args, cond, body, cond_nconsts, body_nconsts):
     from ..kernels.cpu.loops import compiled_loop, while_text
     args = [np.asarray(a) for a in args]
-    loop = compiled_loop(body, ("while", id(cond), cond_nconsts, body_nconsts),
-                         lambda: while_text(cond, body, cond_nconsts, body_nconsts), args)
+    loop = compiled_loop((body, cond), ("while", cond_nconsts, body_nconsts),
+                         lambda b, c: while_text(c, b, cond_nconsts, body_nconsts), args)
     if loop:        # the whole loop in one compiled Numba function
         return [np.asarray(c) for c in loop(*args)]
     return [np.asarray(c) for c in run_while(args, cond, body, cond_nconsts, body_nconsts,
@@ -502,7 +514,7 @@ def _scan_impl(*args, body, num_consts, num_carry, length, reverse):
     from ..kernels.cpu.loops import compiled_loop, scan_text
     args = [np.asarray(a) for a in args]
     params = (num_consts, num_carry, length, reverse)
-    loop = compiled_loop(body, params, lambda: scan_text(body, *params), args)
+    loop = compiled_loop((body,), params, lambda b: scan_text(b, *params), args)
     if loop:        # the whole scan in one compiled Numba loop
         return [np.asarray(o) for o in loop(*args)]
     outs = run_scan(args, body, num_consts, num_carry, length, reverse, _compiled, np.empty)

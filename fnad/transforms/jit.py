@@ -5,6 +5,7 @@ each bind appends an equation. The staged Program becomes the parameter of the
 `jit_call` primitive, so a jitted function under grad, jvp or another jit is one
 primitive application whose rules transform the Program (and jit the result).
 """
+import collections
 import functools
 import inspect
 import weakref
@@ -19,6 +20,7 @@ from ..program import Program, Var, Literal, Equation, evaluate
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import as_value, check_argnums, resolve_argnums
 from .. import config
+from ..cache import register
 
 
 class StagedTracer(Tracer):
@@ -166,6 +168,7 @@ def optimize(closed):
 def program_cache(fn):
     """Memoize fn(program, *key) for as long as the program lives."""
     caches = weakref.WeakKeyDictionary()
+    register(caches.clear)
 
     @functools.wraps(fn)
     def cached(program, *key):
@@ -252,9 +255,12 @@ class Jitted:
         self.static_argnums = check_argnums(static_argnums, "jit", "static_argnums", True)[1]
         self.static_argnames = _as_tuple(static_argnames)
         self.donate_argnums = check_argnums(donate_argnums, "jit", "donate_argnums", True)[1]
-        self.cache = {}
+        # At most config.trace_cache_size traces, the least recently used dropped first;
+        # a fast-path entry (its call's trace_key names its trace) goes with its trace.
+        self.cache = collections.OrderedDict()  # trace key -> (ClosedProgram, out tree)
         self.fast = {}          # (shape, dtype) per Array argument -> compiled call
         self.trace_count = 0
+        _live.add(self)
         try:
             self.signature = inspect.signature(fun)
         except (TypeError, ValueError):
@@ -275,6 +281,10 @@ class Jitted:
         return tuple(static), positions, dynamic, dyn_kwargs, static_kw
 
     def _stage(self, args, kwargs):
+        _, entry, flat = self._stage_keyed(args, kwargs)
+        return entry, flat
+
+    def _stage_keyed(self, args, kwargs):
         static, positions, dynamic, dyn_kwargs, static_kw = self._split(args, kwargs)
         flat, in_tree = tree_flatten((dynamic, dyn_kwargs))
         flat = [as_value(x, "jit argument") for x in flat]
@@ -289,7 +299,33 @@ class Jitted:
             # first entry stored is kept, so they share one program and its kernels.
             entry = self.cache.setdefault(
                 key, self._trace(args, static_kw, positions, in_tree, avals))
-        return entry, flat
+            self._bound()
+        else:
+            try:
+                self.cache.move_to_end(key)
+            except KeyError:        # dropped by another thread meanwhile
+                pass
+        return key, entry, flat
+
+    def _bound(self):
+        size = max(1, config.trace_cache_size)
+        while len(self.cache) > size:
+            try:
+                self.cache.popitem(last=False)
+            except KeyError:        # emptied by another thread meanwhile
+                break
+        if len(self.fast) > size:
+            for key, call in list(self.fast.items()):
+                if call.trace_key not in self.cache:
+                    self.fast.pop(key, None)
+
+    def clear_cache(self):
+        """Forget this function's traces (as JAX's jitted functions do)."""
+        self.cache.clear()
+        self.fast.clear()
+
+    def _cache_size(self):
+        return len(self.cache)
 
     def _trace(self, args, static_kw, positions, in_tree, avals):
         self.trace_count += 1
@@ -318,12 +354,17 @@ class Jitted:
                 key = None
             fast = self.fast.get((config.enable_x64, key))
             if fast is not None:
+                try:
+                    self.cache.move_to_end(fast.trace_key)     # (least recently used)
+                except KeyError:    # its trace was dropped: trace again below
+                    fast = None
+            if fast is not None:
                 out = fast(args)
                 if out is not _OTHER_DEVICE:
                     return out
         if config.disable_jit:
             return self.fun(*args, **kwargs)
-        (closed, out_tree), flat = self._stage(args, kwargs)
+        trace_key, (closed, out_tree), flat = self._stage_keyed(args, kwargs)
         out = tree_unflatten(out_tree, closed.call(*flat))
         if not kwargs and not self.static_argnums and current_trace() is EVAL \
                 and all(isinstance(a, Array) for a in args) \
@@ -332,8 +373,11 @@ class Jitted:
             key = (config.enable_x64,
                    tuple((type(a), a._value.shape, a._value.dtype) for a in args))
             on_gpu = args and type(args[0]) is CudaArray
-            self.fast[key] = (_fast_cuda_call(closed, out_tree, args[0].device) if on_gpu
-                              else _fast_call(closed, out_tree))
+            call = (_fast_cuda_call(closed, out_tree, args[0].device) if on_gpu
+                    else _fast_call(closed, out_tree))
+            call.trace_key = trace_key
+            self.fast[key] = call
+            self._bound()
         return out
 
     def lower(self, *args, **kwargs):
@@ -379,6 +423,15 @@ def _fast_cuda_call(closed, out_tree, device):
         outs = run(*consts, *[a._value for a in args])
         return tree_unflatten(out_tree, [CudaArray(o, device) for o in outs])
     return call
+
+
+_live = weakref.WeakSet()    # every Jitted, for clear_caches
+
+
+@register
+def _clear_jitted():
+    for jitted in list(_live):
+        jitted.clear_cache()
 
 
 class Lowered:

@@ -14,11 +14,13 @@ import weakref
 import numpy as np
 
 from ... import config
+from ...cache import register
 from ...program import Literal
 from . import lowering
 from .lowering import Group, KernelSource, partition, import_generated, literal, _materialized
 
 _loops = weakref.WeakKeyDictionary()    # a loop's body Program -> {key: _Loop}
+register(_loops.clear)
 
 
 class _Unsupported(Exception):
@@ -183,8 +185,10 @@ class _Loop:
     """The compiled loop of one scan, once Numba has it; None while it compiles or if
     the body cannot be compiled."""
 
-    def __init__(self, text):
-        self.text = text            # a function returning the module's source
+    def __init__(self, text, programs):
+        self.text = text            # a function of the programs returning the source
+        # Weakly: the table holding this _Loop is keyed by programs[0].
+        self.programs = [weakref.ref(p) for p in programs]
         self.ready = None
         self.thread = None
         self.calls = 0
@@ -202,9 +206,16 @@ class _Loop:
                 self.thread.run()
         return self.ready or None
 
+    def for_programs(self, programs):
+        return all(r() is p for r, p in zip(self.programs, programs))
+
     def _build(self, args):
+        programs = [r() for r in self.programs]
+        if any(p is None for p in programs):    # gone before the thread started
+            self.ready = False
+            return
         try:
-            module = _module(self.text())
+            module = _module(self.text(*programs))
             module.loop(*args)          # compile (or load) for these argument types
             self.ready = module.loop
         except Exception as err:        # an unsupported body keeps the Python loop
@@ -213,10 +224,14 @@ class _Loop:
                 print(f"fnad: scan body left to a Python loop ({type(err).__name__}: {str(err)[:3000]})")
 
 
-def compiled_loop(key_program, key, text, args):
-    """The njit `loop` of the module `text()` builds, once compiled for args' types, or
-    None (then the caller runs its Python loop). Cached per (key_program, key)."""
-    table = _loops.setdefault(key_program, {})
-    if key not in table:
-        table[key] = _Loop(text)
-    return table[key].get(args)
+def compiled_loop(programs, key, text, args):
+    """The njit `loop` of the module `text(*programs)` builds, once compiled for args'
+    types, or None (then the caller runs its Python loop). Cached per (programs, key)
+    while programs[0] lives; `text` must not hold the programs (the cache would then
+    keep them alive)."""
+    table = _loops.setdefault(programs[0], {})
+    key = (key,) + tuple(id(p) for p in programs[1:])
+    loop = table.get(key)
+    if loop is None or not loop.for_programs(programs):    # (an id reused)
+        loop = table[key] = _Loop(text, programs)
+    return loop.get(args)

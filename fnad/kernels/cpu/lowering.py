@@ -12,11 +12,6 @@ pattern but no sizes (those are arguments), so a new batch size reuses them. Eac
 kernel is written to a module file in the cache directory and compiled with
 Numba's on-disk cache, so a second process loads machine code instead of compiling.
 """
-import hashlib
-import importlib.util
-import os
-import sys
-import tempfile
 import threading
 import weakref
 
@@ -25,10 +20,15 @@ import numba
 import numpy as np
 
 from ... import config
+from ...cache import register
 from ...program import Literal
+from ..disk_cache import cache_dir, import_generated  # noqa: F401  (cache_dir: tests)
 from . import chunked
 
+# Program -> Executable. An Executable refers to nothing that holds its Program, so an
+# entry goes when its Program does.
 _executables = weakref.WeakKeyDictionary()
+register(_executables.clear)
 # Loop nests at least this large are split across threads. Measured on 2 cores inside
 # whole jitted steps (W2's MLP, W4's LeNet), splitting nests of 2^17-2^20 elements
 # made the step no faster or slower (waking the other core between kernels costs
@@ -40,17 +40,6 @@ PARALLEL_MIN_ELEMENTS = 1 << 22
 BLOCKED_MIN_ELEMENTS = 1 << 12
 stats = {"kernels_compiled": 0, "kernels_loaded": 0, "kernels_failed": 0,
          "programs_lowered": 0}
-
-
-def cache_dir():
-    """Where generated kernels and their machine code live: $FNAD_CACHE_DIR, or the
-    user's cache directory."""
-    root = os.environ.get("FNAD_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "fnad")
-    path = os.path.join(root, "kernels")
-    os.makedirs(path, exist_ok=True)
-    return path
 
 
 def compiled(program):
@@ -338,27 +327,6 @@ def bit_views(kernel, positions):
     return call
 
 
-def import_generated(text, prefix):
-    """Import generated source as a module written to the cache directory, so Numba's
-    disk cache serves later processes. The module's name is the hash of its text: any
-    change to the source or its options makes a new module, never a stale one."""
-    name = f"{prefix}_{hashlib.sha1(text.encode()).hexdigest()[:20]}"
-    module = sys.modules.get(name)
-    if module is None:
-        path = os.path.join(cache_dir(), name + ".py")
-        if not os.path.exists(path):
-            # Write then rename, so concurrent processes never see half a file.
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules[name] = module
-    return module
-
-
 # Numba's workqueue threading layer (its fallback where neither TBB nor OpenMP is
 # installed) terminates the process when two threads run parallel kernels at once.
 # A parallel kernel already keeps every core busy: running them one at a time costs
@@ -485,7 +453,6 @@ class Executable:
 
     def __init__(self, program):
         stats["programs_lowered"] += 1
-        self.program = program
         self.namespace = {"np": np}
         steps = partition(program)
         materialize = _materialized(program, steps)

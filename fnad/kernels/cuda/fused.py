@@ -12,7 +12,8 @@ import functools
 import numpy as np
 
 from ...program import Equation, Var
-from ..cpu.lowering import Group, KernelSource, import_generated
+from ..cpu.lowering import Group, KernelSource
+from ..disk_cache import import_generated
 from . import runtime
 
 # The names scalar expressions use, bound to device functions: `np` is

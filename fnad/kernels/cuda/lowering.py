@@ -9,12 +9,16 @@ import weakref
 
 import numpy as np
 
+from ...cache import register
 from ...program import Literal
 from ..cpu.lowering import Group, _materialized, partition
 from . import impl_for, runtime
 from .fused import GroupKernel
 
+# Program -> Executable, which holds no reference to its Program (so an entry goes
+# when the Program does).
 _executables = weakref.WeakKeyDictionary()
+register(_executables.clear)
 
 
 def compiled(program):
@@ -26,7 +30,7 @@ def compiled(program):
 
 class Executable:
     def __init__(self, program):
-        self.program = program
+        self.invars = list(program.invars)
         steps = partition(program, fuse_reductions=False)
         materialize = _materialized(program, steps)
         self.steps = []
@@ -46,7 +50,7 @@ class Executable:
         return _Constant(a.value) if isinstance(a, Literal) else a
 
     def __call__(self, *args):
-        env = dict(zip(self.program.invars, args))
+        env = dict(zip(self.invars, args))
 
         def read(a):
             return a.device_value() if type(a) is _Constant else env[a]
