@@ -535,3 +535,14 @@ def test_numba_loops_and_numpy_paths_agree(monkeypatch, small):
     expected[0] = 4 * x[0]
     expected[3] = 2 * x[3]
     np.testing.assert_allclose(np.asarray(g), expected)
+
+
+@pytest.mark.parametrize("index", [2 ** 70, -2 ** 70, (0, 2 ** 70), 2 ** 63])
+def test_update_index_beyond_int64_is_a_clear_index_error(index):
+    x = fnp.zeros((3, 3)) if isinstance(index, tuple) else fnp.zeros(3)
+    with pytest.raises(IndexError, match="does not fit in int64"):
+        x.at[index].set(1.0)
+
+
+def test_update_index_at_int64_limit_is_dropped_as_out_of_bounds():
+    np.testing.assert_array_equal(np.asarray(fnp.zeros(3).at[2 ** 63 - 1].set(1.0)), np.zeros(3))

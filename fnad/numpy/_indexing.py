@@ -67,7 +67,7 @@ def _classify(item):
     if isinstance(item, (bool, np.bool_)):
         return "bool", bool(item)
     if isinstance(item, (int, np.integer)):
-        return "int", int(item)
+        return "int", _int_index(item)
     if isinstance(item, Tracer) and item.dtype.kind in "iu":
         return "array", item             # traced: gathered with clamping
     if isinstance(item, (list, tuple)) and any(isinstance(v, (Array, Tracer)) for v in item):
@@ -86,6 +86,19 @@ def _classify(item):
     if value.dtype == np.bool_:
         return ("bool", bool(value)) if value.ndim == 0 else ("mask", value)
     return ("int", int(value)) if value.ndim == 0 else ("array", value)
+
+
+_INDEX_RANGE = range(-2 ** 63, 2 ** 63)
+
+
+def _int_index(item):
+    """A Python int index, refused unless int64 can hold it: every index array fnad
+    builds is int64, so a larger one would otherwise fail later as an object array."""
+    value = int(item)
+    if value not in _INDEX_RANGE:
+        raise IndexError(f"index {value} does not fit in int64, so it is out of bounds "
+                         f"for any array")
+    return value
 
 
 def _parse(shape, idx):
@@ -372,7 +385,7 @@ class IndexUpdateRef:
             idx = idx._value
         if type(idx) is int or type(idx) is np.ndarray and idx.dtype.kind in "iu":
             if x.ndim:      # x.at[i] / x.at[int_array]: rows of the leading axis
-                idx = np.asarray(idx)
+                idx = np.asarray(_int_index(idx) if type(idx) is int else idx)
                 rows = Array(idx.reshape(idx.shape + (1,)))
                 values = _fit(values, idx.shape + tuple(x.shape[1:]), x.dtype)
                 return prim.bind(x, rows, values, mode=_UPDATE_MODES[mode],
