@@ -18,7 +18,9 @@ there are treated as hostile input:
   (it keys its index on the file's contents). A file with other bytes (truncated,
   empty, garbled, or planted at the predictable name) is replaced; Numba files whose
   checksum is not the recorded one are deleted before Numba unpickles them, and
-  compiled again. Each repair logs one warning.
+  compiled again. Each repair logs one warning (Numba files merely unrecorded, left
+  by a process killed between Numba's save and fnad's record, go quietly). The
+  checksums catch damage; the directory checks keep other users from writing there.
 * The directory has a size limit (config.compilation_cache_max_size, 1 GiB by
   default; FNAD_CACHE_MAX_SIZE sets it for a process). After fnad has written past its
   estimate of the limit, the least recently used modules (a module's record is touched
@@ -118,8 +120,10 @@ def _unsafe(path):
         return f"cannot read the cache directory {path} ({err.strerror or err})"
     if not os.path.isdir(path):
         return f"the cache directory {path} is not a directory"
-    uid = getattr(os, "geteuid", lambda: None)()
-    if uid is not None and st.st_uid != uid:
+    if os.name != "posix":      # no owners or group/other bits to go by
+        return None
+    uid = os.geteuid()
+    if st.st_uid != uid:
         return (f"the cache directory {path} belongs to user id {st.st_uid}, not to this "
                 f"user ({uid})")
     if st.st_mode & 0o022:
