@@ -290,6 +290,23 @@ def test_corrupt_numba_files_are_deleted_and_compiled_again(populated, tmp_path,
     _healthy_next_time(root)
 
 
+def test_corrupt_numba_files_do_not_pin_background_compiles_to_numpy(populated, tmp_path):
+    root, kernels, name = _copy(populated, tmp_path)
+    for f in (kernels / "__pycache__").glob(f"{name}.*"):
+        f.write_bytes(b"\x80\x04garbage")
+    result, warnings = _run(KERNEL_SCRIPT.replace("background_compile = False",
+                                                  "background_compile = True") + """
+    lowering.wait_for_compiles()
+    again = float(f(x))
+    right = abs(again - np.sum(np.sin(x) * 2.5 + 1.0)) < 1e-12
+    print(json.dumps({"right": bool(right), "compiled": lowering.stats["kernels_compiled"],
+                      "failed": lowering.stats["kernels_failed"]}))
+    """, root)
+    assert result == {"right": True, "compiled": 1, "failed": 0}
+    assert len(warnings) == 1, warnings
+    _healthy_next_time(root)
+
+
 def test_a_corrupt_record_is_rebuilt(populated, tmp_path):
     root, kernels, name = _copy(populated, tmp_path)
     (kernels / f"{name}.sum").write_bytes(b'{"format": 1, "sou')
@@ -381,6 +398,22 @@ def test_a_read_only_cache_directory(tmp_path):
         prelude = ""
     warning = _falls_back_to_memory(root, kernels, LOOP_SCRIPT, prelude)
     assert "not writable" in warning
+
+
+def test_a_disk_that_fills_up_costs_the_cache_not_the_kernel(tmp_path):
+    prelude = """
+    import errno
+    from numba.core import caching
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    caching.IndexDataCacheFile._save_index = full
+"""
+    result, warnings = _run(prelude + KERNEL_SCRIPT + """
+    print(json.dumps({"right": result_right, "failed": lowering.stats["kernels_failed"]}))
+    """.replace("result_right", "bool(abs(float(f(x)) - np.sum(np.sin(x) * 2.5 + 1.0)) < 1e-12)"),
+        tmp_path)
+    assert result == {"right": True, "failed": 0}
+    assert len(warnings) == 1 and "No space left" in warnings[0], warnings
 
 
 @pytest.mark.skipif(os.name != "posix" or os.geteuid() != 0,

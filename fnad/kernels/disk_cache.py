@@ -212,8 +212,10 @@ def _record_after_saves(cache, entry):
     save = cache.save_overload
 
     def save_and_record(sig, data):
-        save(sig, data)
+        # A disk that fills up, or turns read-only, under a running process costs the
+        # disk cache, not the kernel Numba has just compiled.
         try:
+            save(sig, data)
             entry.record_numba()
         except OSError as err:
             _give_up(entry.directory, err)
