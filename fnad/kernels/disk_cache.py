@@ -45,6 +45,9 @@ _RECORD_FORMAT = 1
 _RECORD_MAX_BYTES = 1 << 16
 _NUMBA_SUFFIXES = (".nbi", ".nbc")
 _lock = threading.RLock()       # loading a loop module loads its kernels' modules
+# For records and the size estimate, taken after Numba's compiler lock by the hook on
+# its saves: whoever holds it only reads and writes files, so the two cannot deadlock.
+_files_lock = threading.RLock()
 _checked = {}                   # directory -> None if usable, else why not
 _usage = {"directory": None, "estimate": None, "writes": 0}
 # Numba's tmp files and ours are left behind only by killed processes.
@@ -193,7 +196,7 @@ def _load(name, text, directory):
 
 
 def _give_up(directory, err):
-    with _lock:
+    with _files_lock:
         if not _checked.get(directory):
             _checked[directory] = str(err)
             log.warning("fnad kernel cache: writing to %s failed (%s); compiling kernels "
@@ -313,7 +316,7 @@ class _Entry:
 
     def record_numba(self):
         """Record the checksums of the module's Numba files as they are now."""
-        with _lock:
+        with _files_lock:
             files, paths = {}, set()
             for cache in self.caches:
                 paths.add(cache.cache_path)
@@ -430,7 +433,7 @@ def _note_written(directory, nbytes):
     limit = config.compilation_cache_max_size
     if limit is None or limit < 0:
         return
-    with _lock:
+    with _files_lock:
         if _usage["directory"] != directory or _usage["writes"] % _RESCAN_EVERY == 0:
             _usage["directory"], _usage["estimate"] = directory, _total(_scan(directory))
         _usage["writes"] += 1
@@ -523,6 +526,6 @@ def clear():
     entries = _scan(path)
     for name, (_, files) in entries.items():
         _delete_entry(path, name, files)
-    with _lock:
+    with _files_lock:
         _usage["directory"] = None
     return len(entries)
