@@ -359,7 +359,7 @@ def test_a_cache_directory_that_is_a_file(tmp_path):
     root = tmp_path / "cache"
     root.write_text("not a directory")
     warning = _falls_back_to_memory(root, root / "kernels", LOOP_SCRIPT)
-    assert "cannot create" in warning
+    assert f"{root} is not a directory" in warning
     root.unlink()           # once it is fixed, the next process caches again
     result, warnings = _run(KERNEL_SCRIPT, root)
     assert result["right"] and not warnings
@@ -371,7 +371,7 @@ def test_a_kernels_directory_that_is_a_file(tmp_path):
     root.mkdir(mode=0o700)
     (root / "kernels").write_text("not a directory")
     warning = _falls_back_to_memory(root, root / "kernels")
-    assert "not a directory" in warning or "cannot create" in warning
+    assert f"{root / 'kernels'} is not a directory" in warning
 
 
 def test_a_read_only_cache_directory(tmp_path):
@@ -434,6 +434,13 @@ def test_a_cache_directory_writable_by_others(tmp_path, mode):
     os.chmod(kernels, mode)
     warning = _falls_back_to_memory(root, kernels)
     assert "writable by group or others" in warning
+
+
+def test_a_cache_directory_under_a_file(tmp_path):
+    parent = tmp_path / "file"
+    parent.write_text("")
+    warning = _falls_back_to_memory(parent / "cache", parent / "cache" / "kernels")
+    assert "cannot create" in warning
 
 
 def test_the_cache_directory_is_private(tmp_path):

@@ -29,7 +29,9 @@ def main(argv=None):
         return 0
     limit = state["limit"]
     print(f"directory: {state['directory']}")
-    print(f"status:    {'unusable: ' + state['problem'] if state['problem'] else 'ok'}")
+    status = "unusable: " + state["problem"] if state["problem"] else \
+        "ok" if state["exists"] else "ok (not created yet)"
+    print(f"status:    {status}")
     print(f"entries:   {state['entries']}")
     print(f"size:      {_size(state['bytes'])} ({state['bytes']} bytes)")
     print(f"limit:     {'none' if limit < 0 else 'disk cache off' if limit == 0 else _size(limit)}"

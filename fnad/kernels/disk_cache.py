@@ -98,6 +98,8 @@ def _check_directory(path):
     try:
         os.makedirs(os.path.dirname(root), exist_ok=True)
         for p in (root, path):
+            if os.path.lexists(p) and not os.path.isdir(p):
+                return f"the cache directory {p} is not a directory"
             if not os.path.isdir(p):
                 os.mkdir(p, 0o700)
     except OSError as err:
@@ -442,9 +444,10 @@ def _note_written(directory, nbytes):
             _usage["estimate"] = evict(directory, limit * 3 // 4)
 
 
-def _scan(directory):
+def _scan(directory, clean=True):
     """{module name: [last use, [(path, size)...]]} for the cache's modules, in the
-    directory and in Numba's cache beside it; stale temporary files are deleted."""
+    directory and in Numba's cache beside it; with `clean`, stale temporary files are
+    deleted."""
     entries = {}
     now = time.time()
     for folder in (directory, os.path.join(directory, "__pycache__")):
@@ -460,7 +463,7 @@ def _scan(directory):
             except OSError:
                 continue
             if item.name.endswith(".tmp") or ".tmp." in item.name:
-                if now - st.st_mtime > _STALE_TMP_SECONDS:
+                if clean and now - st.st_mtime > _STALE_TMP_SECONDS:
                     _remove(item.path)
                 continue
             if item.name.startswith("."):
@@ -513,8 +516,9 @@ def _delete_entry(directory, name, files):
 def info():
     """A description of the cache: directory, problem, entries, bytes, limit."""
     path = location()
-    entries = _scan(path) if os.path.isdir(path) else {}
-    return {"directory": path, "problem": describe_problem(path), "entries": len(entries),
+    entries = _scan(path, clean=False) if os.path.isdir(path) else {}
+    return {"directory": path, "exists": os.path.isdir(path),
+            "problem": describe_problem(path), "entries": len(entries),
             "bytes": _total(entries), "limit": config.compilation_cache_max_size}
 
 
