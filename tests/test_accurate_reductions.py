@@ -180,7 +180,9 @@ def with_nan(n, where):
     return x
 
 
-@pytest.mark.parametrize("n,where", [(4, 1), (4, 3), (4, 0), (10, 9), (8192, 5000)])
+# 2**22 elements: the loop nest runs on threads, each with its own accumulator.
+@pytest.mark.parametrize("n,where", [(4, 1), (4, 3), (4, 0), (10, 9), (8192, 5000),
+                                     (1 << 22, 3_000_000)])
 @pytest.mark.parametrize("op", [fnp.max, fnp.min])
 def test_max_and_min_propagate_nan_in_every_mode(n, where, op, first_call, compiled_call):
     x = with_nan(n, where)

@@ -38,6 +38,9 @@ PARALLEL_MIN_ELEMENTS = 1 << 22
 # through numpy's SIMD ufuncs, which beat Numba's scalar libm calls from here on
 # (each ufunc call costs about a microsecond, each scalar libm call 10-20 ns).
 BLOCKED_MIN_ELEMENTS = 1 << 12
+# Parallel loop nests split their outer loop into at most this many chunks (several per
+# thread, so that uneven progress still balances).
+PARALLEL_CHUNKS = 64
 stats = {"kernels_compiled": 0, "kernels_loaded": 0, "kernels_failed": 0,
          "programs_lowered": 0}
 
@@ -166,6 +169,7 @@ class KernelSource:
         self.reduce_identity = {}   # output slot -> initial value of a partial reduction
         names, index_of = {}, {}
         hoisted, loads, body, acc_init, acc_final = [], [], [], [], []
+        accumulators = []           # (name, combine, dtype) of the scalar accumulators
 
         def is_half(dtype):
             return half and dtype == _FLOAT16
@@ -242,6 +246,7 @@ class KernelSource:
                     acc = f"acc{slot}"
                     acc_init.append(f"{acc} = {literal(start)}")
                     body.append(f"{acc} = " + combine.format(acc=acc, x=x))
+                    accumulators.append((acc, combine, acc_dtype))
                     if is_half(kept):
                         final = f"half.to_bits({acc})"     # one rounding, from acc_dtype
                     else:
@@ -274,23 +279,47 @@ class KernelSource:
         args = [f"in{k}" for k in range(len(self.inputs))] + \
             [f"out{k}" for k in range(len(self.outputs))] + [f"n{d}" for d in range(rank)]
 
-        def nest(outer_range):
-            lines = [f"def kernel({', '.join(args)}):"] + \
-                ["    " + a for a in hoisted + acc_init]
+        def nest(parallel):
+            lines = [f"def kernel({', '.join(args)}):"] + ["    " + a for a in hoisted]
             pad = "    "
-            for d in range(rank):
-                lines.append(f"{pad}for i{d} in {outer_range if d == 0 else 'range'}(n{d}):")
+            if parallel:
+                # Threads take chunks of the outer loop, each with its own scalar
+                # accumulators, combined in order afterwards by the declared combine.
+                # (Numba's own parallel reductions recognize `acc += x` and max(),
+                # not an arbitrary combine: a NaN-propagating max came back as its
+                # identity.)
+                lines.append(f"{pad}chunks = min(n0, {PARALLEL_CHUNKS})")
+                lines += [f"{pad}{acc}_part = np.empty(chunks, np.{dtype.name})"
+                          for acc, _, dtype in accumulators]
+                lines.append(f"{pad}for chunk in numba.prange(chunks):")
                 pad += "    "
-            lines += [pad + line for line in loads + body]
+                lines += [pad + a for a in acc_init]
+                lines.append(f"{pad}for i0 in range(chunk * n0 // chunks, "
+                             "(chunk + 1) * n0 // chunks):")
+            else:
+                lines += [pad + a for a in acc_init]
+                if rank:
+                    lines.append(f"{pad}for i0 in range(n0):")
+            inner = pad + "    " if rank else pad
+            for d in range(1, rank):
+                lines.append(f"{inner}for i{d} in range(n{d}):")
+                inner += "    "
+            lines += [inner + line for line in loads + body]
+            if parallel:
+                lines += [f"{pad}{acc}_part[chunk] = {acc}" for acc, _, _ in accumulators]
+                lines += ["    " + a for a in acc_init]
+                if accumulators:
+                    lines.append("    for chunk in range(chunks):")
+                    lines += [f"        {acc} = " + combine.format(acc=acc, x=f"{acc}_part[chunk]")
+                              for acc, combine, _ in accumulators]
             lines += ["    " + a for a in acc_final]
             return "\n".join(lines) + "\n"
-        self.source = nest("range")
+        self.source = nest(False)
         # Threads split the outer loop unless two iterations of it could write the
-        # same cell of a partial reduction. Scalar accumulators are fine: Numba
-        # recognizes them as parallel reductions.
+        # same cell of a partial reduction.
         safe = rank > 0 and all(axes is None or len(axes) == rank or 0 not in axes
                                 for _, axes in self.outputs)
-        self.parallel_source = nest("numba.prange") if safe else None
+        self.parallel_source = nest(True) if safe else None
 
 
 HEADER = """import math
