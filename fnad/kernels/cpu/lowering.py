@@ -38,8 +38,10 @@ PARALLEL_MIN_ELEMENTS = 1 << 22
 # through numpy's SIMD ufuncs, which beat Numba's scalar libm calls from here on
 # (each ufunc call costs about a microsecond, each scalar libm call 10-20 ns).
 BLOCKED_MIN_ELEMENTS = 1 << 12
-# Parallel loop nests split their outer loop into at most this many chunks (several per
-# thread, so that uneven progress still balances).
+# The combines Numba's prange turns into parallel reductions by itself. A parallel loop
+# nest with another scalar accumulator splits its outer loop into at most
+# PARALLEL_CHUNKS chunks (several per thread, so that uneven progress still balances).
+NUMBA_REDUCTIONS = ("{acc} + {x}", "{acc} * {x}")
 PARALLEL_CHUNKS = 64
 stats = {"kernels_compiled": 0, "kernels_loaded": 0, "kernels_failed": 0,
          "programs_lowered": 0}
@@ -280,14 +282,16 @@ class KernelSource:
             [f"out{k}" for k in range(len(self.outputs))] + [f"n{d}" for d in range(rank)]
 
         def nest(parallel):
+            # Numba's parallel reductions recognize only some forms (a NaN-propagating
+            # max came back as its identity): other scalar accumulators make threads
+            # take chunks of the outer loop, each with its own accumulators, combined
+            # in order afterwards by the declared combine. Where Numba's reduction
+            # applies, a prange over the outer loop itself vectorizes better (the
+            # chunked loop ran up to twice as slow).
+            chunked = parallel and any(c not in NUMBA_REDUCTIONS for _, c, _ in accumulators)
             lines = [f"def kernel({', '.join(args)}):"] + ["    " + a for a in hoisted]
             pad = "    "
-            if parallel:
-                # Threads take chunks of the outer loop, each with its own scalar
-                # accumulators, combined in order afterwards by the declared combine.
-                # (Numba's own parallel reductions recognize `acc += x` and max(),
-                # not an arbitrary combine: a NaN-propagating max came back as its
-                # identity.)
+            if chunked:
                 lines.append(f"{pad}chunks = min(n0, {PARALLEL_CHUNKS})")
                 lines += [f"{pad}{acc}_part = np.empty(chunks, np.{dtype.name})"
                           for acc, _, dtype in accumulators]
@@ -299,19 +303,17 @@ class KernelSource:
             else:
                 lines += [pad + a for a in acc_init]
                 if rank:
-                    lines.append(f"{pad}for i0 in range(n0):")
+                    lines.append(f"{pad}for i0 in {'numba.prange' if parallel else 'range'}(n0):")
             inner = pad + "    " if rank else pad
             for d in range(1, rank):
                 lines.append(f"{inner}for i{d} in range(n{d}):")
                 inner += "    "
             lines += [inner + line for line in loads + body]
-            if parallel:
+            if chunked:
                 lines += [f"{pad}{acc}_part[chunk] = {acc}" for acc, _, _ in accumulators]
-                lines += ["    " + a for a in acc_init]
-                if accumulators:
-                    lines.append("    for chunk in range(chunks):")
-                    lines += [f"        {acc} = " + combine.format(acc=acc, x=f"{acc}_part[chunk]")
-                              for acc, combine, _ in accumulators]
+                lines += ["    " + a for a in acc_init] + ["    for chunk in range(chunks):"]
+                lines += [f"        {acc} = " + combine.format(acc=acc, x=f"{acc}_part[chunk]")
+                          for acc, combine, _ in accumulators]
             lines += ["    " + a for a in acc_final]
             return "\n".join(lines) + "\n"
         self.source = nest(False)
