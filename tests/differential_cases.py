@@ -132,6 +132,7 @@ class Case:
     batched: tuple = ()         # argument positions vmap batches (default: all arrays)
     data_args: tuple = ()       # argument positions of the case's dtype (grad wrt these)
     float_ref_args: bool = True  # cast bool/int arguments to float64 for a float result
+    native_ref: bool = False    # the reference runs in the input dtype (dtype-dependent results)
     skip: tuple = ()            # labels of input sets that do not apply (say why in the table)
 
     @property
@@ -239,15 +240,22 @@ def call_inputs(*variants, specials=None):
 
 
 def call(module, fnad_module, name, variants, dtypes, out="same", ref=None, pos=(), kw=None,
-         jax=True, label="", specials=None, **options):
+         jax=True, label="", specials=None, adapt=None, np_name=None, **options):
     """A case for f(*arrays, *pos, **kw) whose numpy reference (unless given) is the
-    same-named numpy function called the same way."""
+    same-named numpy function called the same way; `adapt(f)` instead builds the call
+    from the library function for fnad, numpy and JAX alike."""
     kw = kw or {}
-    f = _partial(getattr(fnad_module, name), pos, kw)
-    if ref is None:
-        ref = _partial(getattr(np, name), pos, kw)
-    if jax is True:
-        jax = _jax_same(module, name, *pos, **kw)
+    numpy_module = np.linalg if module == "linalg" else np
+    if adapt is None:
+        f = _partial(getattr(fnad_module, name), pos, kw)
+        ref = ref or _partial(getattr(numpy_module, np_name or name), pos, kw)
+        if jax is True:
+            jax = _jax_same(module, name, *pos, **kw)
+    else:
+        f = adapt(fnad_module)
+        ref = ref or adapt(numpy_module)
+        if jax is True:
+            jax = lambda J: adapt(getattr(J, module))  # noqa: E731
     data = tuple(i for i, s in enumerate(variants[0][1]) if isinstance(s, Data))
     options.setdefault("data_args", data)
     options.setdefault("batched", data)

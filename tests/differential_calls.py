@@ -1,0 +1,436 @@
+"""The differential suite's tables for calls that are not elementwise: shapes, creation,
+indexing, sorting, products and linear algebra (fnad.numpy, fnad.numpy.linalg, fnad.lax).
+Each entry is call(module, fnad module, name, variants, dtypes, result rule, ...): the
+variants are (label, argument specs) and the first one is the one jit and vmap use."""
+import numpy as np
+
+import fnad.lax as flax
+import fnad.numpy as fnp
+import fnad.numpy.linalg as flinalg
+
+from differential_cases import (ALL, F32, F64, FLOATS, I32, INTS, NUM, POS, REAL, Data,
+                                Domain, call, fixed, float_specials, int_specials)
+
+T = lambda *shape: Data(shape[::-1], view=lambda x: x.T)  # noqa: E731  a transposed view of this shape
+D = Data
+NOGRAD = dict(grad=False)
+STATIC = dict(jit=False, vmap=False, grad=False)   # no array arguments, or Python results
+
+
+def specials_1d(dtype):
+    """Special values as one 1-d argument (NaN, infinities, -0.0, integer extremes)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        with np.errstate(over="ignore"):
+            return (np.asarray(float_specials(dtype), dtype=dtype),)
+    if dtype.kind in "iu":
+        return (np.asarray(int_specials(dtype), dtype=dtype),)
+    return (np.array([True, False, True]),)
+
+
+def specials_2d(dtype):
+    (v,) = specials_1d(dtype)
+    return (np.concatenate([v, v[::-1]]).reshape(2, -1),)
+
+
+def _np_put_along_axis(arr, indices, values, axis):
+    out = np.array(arr, copy=True)
+    np.put_along_axis(out, indices, values, axis)
+    return out
+
+
+def _partition_view(part, kth=2):
+    """What a partition promises: the kth element, and sorted sides of it."""
+    def view(lib):
+        def f(a):
+            p = part(lib)(a, kth)
+            srt = getattr(lib, "sort")
+            return p[..., kth], srt(p[..., :kth], axis=-1), srt(p[..., kth + 1:], axis=-1)
+        return f
+    return view
+
+
+def _argpartition_view(lib):
+    def f(a):
+        idx = lib.argpartition(a, 2)
+        return lib.take_along_axis(a, idx, axis=-1)[..., 2]
+    return f
+
+
+IDX = fixed(np.array([0, 2, -1, 1]))
+IDX_OUT = fixed(np.array([0, 5]))
+IDX2 = fixed(np.array([[0, 3], [2, 2], [1, 0]]))
+MASK = fixed(np.array([[True, False, True, False], [False, True, True, False],
+                       [True, True, False, False]]))
+
+
+def _where3(lib):
+    return lambda c, x, y: lib.where(c, x, y)
+
+
+def _list_of(name, **kw):
+    return lambda lib: (lambda *arrays: getattr(lib, name)(list(arrays), **kw))
+
+
+def _empty_as_zeros(lib, shape=(2, 3), dtype=None):
+    return lambda: lib.full_like(lib.empty(shape, dtype=dtype), 0)
+
+
+NUMPY_CALLS = [
+    # shapes and views
+    call("numpy", fnp, "reshape", [("2-d", [D((3, 4))]), ("transposed", [T(3, 4)])], ALL,
+         pos=((2, 6),)),
+    call("numpy", fnp, "ravel", [("transposed", [T(3, 4)]), ("0-d", [D(())])], ALL),
+    call("numpy", fnp, "transpose", [("3-d", [D((2, 3, 4))])], ALL, kw=dict(axes=(1, 2, 0))),
+    call("numpy", fnp, "transpose", [("2-d", [D((2, 3))])], ALL, label="default"),
+    call("numpy", fnp, "matrix_transpose", [("3-d", [D((2, 3, 4))])], ALL),
+    call("numpy", fnp, "swapaxes", [("3-d", [D((2, 3, 4))])], ALL, pos=(0, 2)),
+    call("numpy", fnp, "moveaxis", [("3-d", [D((2, 3, 4))])], ALL, pos=(0, -1)),
+    call("numpy", fnp, "expand_dims", [("2-d", [D((2, 3))]), ("0-d", [D(())])], ALL, pos=(1,)
+         if False else (0,)),
+    call("numpy", fnp, "squeeze", [("3-d", [D((3, 1, 4))])], ALL, kw=dict(axis=1)),
+    call("numpy", fnp, "squeeze", [("3-d", [D((1, 3, 1))])], ALL, label="all"),
+    call("numpy", fnp, "flip", [("2-d", [D((3, 4))]), ("strided", [T(3, 4)])], ALL,
+         kw=dict(axis=1)),
+    call("numpy", fnp, "flip", [("2-d", [D((3, 4))])], ALL, label="all axes"),
+    call("numpy", fnp, "fliplr", [("2-d", [D((3, 4))])], ALL),
+    call("numpy", fnp, "flipud", [("2-d", [D((3, 4))])], ALL),
+    call("numpy", fnp, "broadcast_to", [("column", [D((3, 1))]), ("0-d", [D(())])], ALL,
+         pos=((2, 3, 4),)),
+    call("numpy", fnp, "broadcast_arrays", [("two", [D((3, 1)), D((4,))])], ALL),
+    call("numpy", fnp, "atleast_1d", [("0-d", [D(())]), ("2-d", [D((2, 2))])], ALL),
+    call("numpy", fnp, "atleast_2d", [("1-d", [D((3,))]), ("0-d", [D(())])], ALL),
+    call("numpy", fnp, "concatenate", [("two", [D((2, 3)), T(4, 3)])], ALL,
+         adapt=_list_of("concatenate", axis=0)),
+    call("numpy", fnp, "concatenate", [("two", [D((2, 3)), D((2, 1))])], ALL, label="axis=1",
+         adapt=_list_of("concatenate", axis=1)),
+    call("numpy", fnp, "stack", [("two", [D((2, 3)), T(2, 3)])], ALL, adapt=_list_of("stack", axis=1)),
+    call("numpy", fnp, "vstack", [("two", [D((3,)), D((2, 3))])], ALL, adapt=_list_of("vstack")),
+    call("numpy", fnp, "row_stack", [("two", [D((3,)), D((2, 3))])], ALL,
+         adapt=_list_of("vstack"), jax=lambda J: _list_of("vstack")(J.numpy)),
+    call("numpy", fnp, "hstack", [("two", [D((3,)), D((2,))])], ALL, adapt=_list_of("hstack")),
+    call("numpy", fnp, "column_stack", [("two", [D((3,)), D((3, 2))])], ALL,
+         adapt=_list_of("column_stack")),
+    call("numpy", fnp, "split", [("rows", [D((6, 4))])], ALL, pos=(3,)),
+    call("numpy", fnp, "split", [("at", [D((6, 4))])], ALL, pos=([1, 4],), kw=dict(axis=0),
+         label="indices"),
+    call("numpy", fnp, "array_split", [("uneven", [D((7, 2))])], ALL, pos=(3,)),
+    call("numpy", fnp, "repeat", [("2-d", [D((2, 3))])], ALL, pos=(2,), kw=dict(axis=1)),
+    call("numpy", fnp, "tile", [("2-d", [D((2, 3))])], ALL, pos=((2, 1),)),
+    call("numpy", fnp, "roll", [("2-d", [D((3, 4))])], ALL, pos=(2,), kw=dict(axis=1)),
+    call("numpy", fnp, "roll", [("2-d", [D((3, 4))])], ALL, pos=(-5,), label="flat"),
+    call("numpy", fnp, "pad", [("2-d", [D((2, 3))])], ALL, pos=(((1, 2), (0, 1)),)),
+    call("numpy", fnp, "pad", [("2-d", [D((2, 3))])], ALL, pos=(1,), kw=dict(mode="edge"),
+         label="edge"),
+    call("numpy", fnp, "diag", [("vector", [D((4,))])], ALL, kw=dict(k=1)),
+    call("numpy", fnp, "diag", [("matrix", [D((3, 4))])], ALL, label="of a matrix"),
+    call("numpy", fnp, "diagonal", [("2-d", [D((3, 4))]), ("3-d", [D((2, 3, 3))])], ALL,
+         kw=dict(offset=1)),
+    call("numpy", fnp, "trace", [("2-d", [D((3, 4))])], ALL, "acc", scale="abs"),
+    call("numpy", fnp, "tril", [("2-d", [D((4, 4))]), ("3-d", [D((2, 3, 4))])], ALL,
+         kw=dict(k=-1)),
+    call("numpy", fnp, "triu", [("2-d", [D((4, 4))])], ALL, kw=dict(k=1)),
+    # selection
+    call("numpy", fnp, "where", [("mask", [MASK, D((3, 4)), D((4,))])], ALL,
+         adapt=_where3),
+    call("numpy", fnp, "clip", [("2-d", [D((3, 4))])], NUM, kw=dict(a_min=-1, a_max=1),
+         specials=specials_1d, signed_zero=False, adapt=lambda lib: (lambda a: lib.clip(a, -1, 1))),
+    call("numpy", fnp, "clip", [("arrays", [D((3, 4)), D((4,), domain=Domain(
+        "low", lambda r, n: r.uniform(-2, -0.5, n), lambda r, n: r.integers(-9, -1, n))),
+        D((3, 1), domain=POS)])], NUM, label="array bounds", signed_zero=False),
+    # the largest finite value depends on the dtype: numpy's own answer in that dtype
+    call("numpy", fnp, "nan_to_num", [("2-d", [D((2, 3))])], FLOATS, specials=specials_1d,
+         native_ref=True),
+    call("numpy", fnp, "sort", [("2-d", [D((3, 5))]), ("columns", [T(5, 3)])], ALL,
+         specials=specials_2d, signed_zero=False),
+    call("numpy", fnp, "sort", [("2-d", [D((3, 5))])], ALL, kw=dict(axis=0), label="axis=0"),
+    call("numpy", fnp, "argsort", [("2-d", [D((3, 5))])], ALL, "index", specials=specials_2d,
+         kw=dict(stable=True)),
+    call("numpy", fnp, "partition", [("2-d", [D((3, 6))])], ALL,
+         adapt=_partition_view(lambda lib: lib.partition)),
+    call("numpy", fnp, "argpartition", [("2-d", [D((3, 6))])], ALL, adapt=_argpartition_view),
+    call("numpy", fnp, "lexsort", [("keys", [fixed(np.array([[1, 0, 1, 0, 2], [3, 3, 1, 1, 0]])),
+                                             ])], (I32,), "index", adapt=lambda lib: (
+        lambda keys: lib.lexsort(keys)), **NOGRAD),
+    # indexing
+    call("numpy", fnp, "take", [("axis=1", [D((3, 4)), IDX]), ("out of range", [D((3, 4)), IDX_OUT])],
+         ALL, kw=dict(axis=1)),
+    call("numpy", fnp, "take", [("flat", [D((3, 4)), IDX])], ALL, label="flat"),
+    call("numpy", fnp, "take_along_axis", [("2-d", [D((3, 4)), IDX2])], ALL, kw=dict(axis=1)),
+    call("numpy", fnp, "put_along_axis", [("2-d", [D((3, 4)), fixed(np.array([[0], [3], [1]])),
+                                                   D((3, 1))])], ALL,
+         adapt=lambda lib: (lambda a, i, v: lib.put_along_axis(a, i, v, axis=1, inplace=False)),
+         ref=lambda a, i, v: _np_put_along_axis(a, i, v, 1)),
+    call("numpy", fnp, "nonzero", [("2-d", [D((3, 4))])], ALL, "index", **STATIC),
+    call("numpy", fnp, "argwhere", [("2-d", [D((3, 4))])], ALL, "index", **STATIC),
+    call("numpy", fnp, "flatnonzero", [("2-d", [D((3, 4))])], ALL, "index", **STATIC),
+    call("numpy", fnp, "diag_indices_from", [("square", [D((3, 3))])], ALL, "index", **STATIC),
+    call("numpy", fnp, "ix_", [("two", [fixed(np.array([0, 2])), fixed(np.array([1, 0, 1]))])],
+         (I32,), "index", adapt=lambda lib: (lambda a, b: lib.ix_(a, b)), **STATIC),
+    call("numpy", fnp, "meshgrid", [("two", [D((3,)), D((2,))])], ALL,
+         adapt=lambda lib: (lambda a, b: lib.meshgrid(a, b))),
+    call("numpy", fnp, "meshgrid", [("two", [D((3,)), D((2,))])], ALL, label="ij",
+         adapt=lambda lib: (lambda a, b: lib.meshgrid(a, b, indexing="ij"))),
+    # creation from arrays
+    call("numpy", fnp, "array", [("2-d", [D((2, 3))]), ("transposed", [T(2, 3)])], ALL),
+    call("numpy", fnp, "asarray", [("2-d", [D((2, 3))])], ALL),
+    call("numpy", fnp, "asarray", [("list", [])], (F32,), F32, label="python floats",
+         adapt=lambda lib: (lambda: lib.asarray([1.5, -2.0, 3.25])), **STATIC),
+    call("numpy", fnp, "asarray", [("list", [])], (I32,), I32, label="python ints",
+         adapt=lambda lib: (lambda: lib.asarray([[1, -2], [3, 4]])), **STATIC),
+    call("numpy", fnp, "zeros_like", [("2-d", [D((2, 3))])], ALL, **NOGRAD),
+    call("numpy", fnp, "ones_like", [("2-d", [D((2, 3))])], ALL, **NOGRAD),
+    call("numpy", fnp, "full_like", [("2-d", [D((2, 3))])], ALL, pos=(1,), **NOGRAD),
+    call("numpy", fnp, "empty_like", [("2-d", [D((2, 3))])], ALL, adapt=lambda lib: (
+        lambda a: lib.full_like(lib.empty_like(a), 0)), **NOGRAD),
+    call("numpy", fnp, "astype", [("2-d", [D((2, 3))])], ALL, F32,
+         adapt=lambda lib: lambda a: lib.astype(a, np.float32), label="float32",
+         ref=lambda a: np.asarray(a, np.float64)),
+    call("numpy", fnp, "astype", [("2-d", [D((2, 3))])], ALL, I32,
+         adapt=lambda lib: (lambda a: lib.asarray(a).astype(np.int32)) if lib is np else (
+             lambda a: lib.astype(a, np.int32)), label="int32", **NOGRAD),
+    call("numpy", fnp, "shape", [("3-d", [D((2, 3, 4))])], ALL, np.dtype(np.int64), jax=None,
+         adapt=lambda lib: (lambda a: np.asarray(lib.shape(a))), **STATIC),
+    call("numpy", fnp, "ndim", [("3-d", [D((2, 3, 4))])], ALL, np.dtype(np.int64), jax=None,
+         adapt=lambda lib: (lambda a: np.asarray(lib.ndim(a))), **STATIC),
+    call("numpy", fnp, "size", [("3-d", [D((2, 3, 4))])], ALL, np.dtype(np.int64), jax=None,
+         adapt=lambda lib: (lambda a: np.asarray(lib.size(a))), **STATIC),
+    call("numpy", fnp, "broadcast_shapes", [("none", [])], (I32,), np.dtype(np.int64), jax=None,
+         adapt=lambda lib: (lambda: np.asarray(lib.broadcast_shapes((3, 1), (4,), ()))),
+         **STATIC),
+    # creation
+    call("numpy", fnp, "zeros", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.zeros((2, 3))), **STATIC),
+    call("numpy", fnp, "zeros", [("none", [])], (I32,), np.dtype(np.int64), label="int64", adapt=lambda lib: (
+        lambda: lib.zeros(4, dtype=np.int64)), **STATIC),
+    call("numpy", fnp, "ones", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.ones((2, 0, 3))), **STATIC),
+    call("numpy", fnp, "empty", [("none", [])], (F32,), F32, adapt=_empty_as_zeros, **STATIC),
+    call("numpy", fnp, "full", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.full((2, 3), 1.5)), **STATIC),
+    call("numpy", fnp, "full", [("none", [])], (I32,), I32, label="int", adapt=lambda lib: (
+        lambda: lib.full(4, 7)), **STATIC),
+    call("numpy", fnp, "arange", [("none", [])], (I32,), I32, adapt=lambda lib: (
+        lambda: lib.arange(5)), **STATIC),
+    call("numpy", fnp, "arange", [("none", [])], (I32,), I32, label="start stop step",
+         adapt=lambda lib: (lambda: lib.arange(7, -3, -2)), **STATIC),
+    call("numpy", fnp, "arange", [("none", [])], (F32,), F32, label="float", adapt=lambda lib: (
+        lambda: lib.arange(0.5, 3.0, 0.25)), **STATIC),
+    call("numpy", fnp, "linspace", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.linspace(-1, 2, 7)), **STATIC),
+    call("numpy", fnp, "linspace", [("none", [])], (F32,), F64, label="no endpoint float64",
+         adapt=lambda lib: (lambda: lib.linspace(0, 1, 5, endpoint=False, dtype=np.float64)),
+         **STATIC),
+    call("numpy", fnp, "eye", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.eye(3, 4, k=1)), **STATIC),
+    call("numpy", fnp, "identity", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.identity(3)), **STATIC),
+    call("numpy", fnp, "tri", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.tri(3, 4, k=-1)), **STATIC),
+    call("numpy", fnp, "diag_indices", [("none", [])], (I32,), "index", adapt=lambda lib: (
+        lambda: lib.diag_indices(3)), **STATIC),
+    call("numpy", fnp, "tril_indices", [("none", [])], (I32,), "index", adapt=lambda lib: (
+        lambda: lib.tril_indices(4, k=-1)), **STATIC),
+    call("numpy", fnp, "triu_indices", [("none", [])], (I32,), "index", adapt=lambda lib: (
+        lambda: lib.triu_indices(3, m=4)), **STATIC),
+    # products
+    call("numpy", fnp, "dot", [("matrices", [D((3, 4)), T(4, 5)]), ("vectors", [D((4,)), D((4,))]),
+                               ("matrix vector", [D((3, 4)), D((4,))])], NUM, "acc" if False
+         else "same", scale="abs", tol=16),
+    call("numpy", fnp, "matmul", [("batched", [D((2, 3, 4)), D((4, 5))]),
+                                  ("transposed", [T(3, 4), T(4, 5)]),
+                                  ("vector", [D((4,)), D((2, 4, 3))]),
+                                  ("empty", [D((0, 4)), D((4, 2))])], NUM, scale="abs", tol=16),
+    call("numpy", fnp, "vdot", [("vectors", [D((5,)), D((5,))])], NUM, scale="abs", tol=16),
+    call("numpy", fnp, "inner", [("matrices", [D((3, 4)), D((2, 4))])], NUM, scale="abs", tol=16),
+    call("numpy", fnp, "outer", [("vectors", [D((3,)), D((4,))])], NUM),
+    call("numpy", fnp, "tensordot", [("3-d", [D((2, 3, 4)), D((3, 4, 5))])], NUM, scale="abs",
+         tol=16),
+    call("numpy", fnp, "tensordot", [("3-d", [D((2, 3, 4)), D((4, 2))])], NUM, scale="abs",
+         tol=16, kw=dict(axes=([0, 2], [1, 0])), label="axes pairs"),
+    call("numpy", fnp, "einsum", [("three", [D((2, 3)), D((3, 4)), D((4,))])], NUM,
+         scale="abs", tol=16, adapt=lambda lib: (lambda a, b, c: lib.einsum("ij,jk,k->i", a, b, c))),
+    call("numpy", fnp, "einsum", [("trace", [D((3, 3))])], NUM, "acc", scale="abs", tol=16,
+         label="trace", adapt=lambda lib: (lambda a: lib.einsum("ii", a))),
+    call("numpy", fnp, "dot_general", [("batched", [D((2, 3, 4)), D((2, 4, 5))])], NUM,
+         scale="abs", tol=16, ref=lambda a, b: np.matmul(a, b),
+         adapt=lambda lib: (lambda a, b: lib.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))),
+         jax=lambda J: lambda a, b: J.lax.dot_general(a, b, (((2,), (1,)), ((0,), (0,))))),
+]
+
+
+def _spd(dtype, rng):
+    a = rng.standard_normal((3, 3))
+    return (a @ a.T + 3 * np.eye(3)).astype(dtype)
+
+
+def _well_conditioned(dtype, rng):
+    return (rng.standard_normal((2, 3, 3)) + 4 * np.eye(3)).astype(dtype)
+
+
+SPD = lambda dtype, rng: _spd(dtype, rng)  # noqa: E731
+WELL = lambda dtype, rng: _well_conditioned(dtype, rng)  # noqa: E731
+LINALG_FLOATS = (F32, F64)      # numpy's linalg has no float16
+LINALG = dict(tol=64, scale="value")
+
+LINALG_CALLS = [
+    call("linalg", flinalg, "cholesky", [("spd", [SPD])], LINALG_FLOATS, "float",
+         ref=np.linalg.cholesky, data_args=(0,), batched=(), **LINALG, grad=False),
+    call("linalg", flinalg, "det", [("batched", [WELL])], LINALG_FLOATS, "float",
+         ref=np.linalg.det, data_args=(0,), batched=(0,), **LINALG),
+    call("linalg", flinalg, "slogdet", [("batched", [WELL])], LINALG_FLOATS, "float",
+         ref=lambda a: tuple(np.linalg.slogdet(a)), data_args=(0,), batched=(0,), **LINALG),
+    call("linalg", flinalg, "inv", [("batched", [WELL])], LINALG_FLOATS, "float",
+         ref=np.linalg.inv, data_args=(0,), batched=(0,), **LINALG),
+    call("linalg", flinalg, "solve", [("batched", [WELL, D((2, 3, 2))])], LINALG_FLOATS, "float",
+         ref=np.linalg.solve, data_args=(0, 1), batched=(0, 1), **LINALG),
+    call("linalg", flinalg, "matrix_power", [("3", [WELL])], LINALG_FLOATS, "float", pos=(3,),
+         ref=lambda a: np.linalg.matrix_power(a, 3), data_args=(0,), batched=(0,), **LINALG),
+    call("linalg", flinalg, "multi_dot", [("three", [D((2, 3)), D((3, 4)), D((4,))])],
+         LINALG_FLOATS, "float", adapt=lambda lib: (lambda a, b, c: lib.multi_dot([a, b, c])),
+         ref=lambda a, b, c: np.linalg.multi_dot([a, b, c]), scale="abs", tol=16),
+    call("linalg", flinalg, "norm", [("2-d", [D((3, 4))])], LINALG_FLOATS + INTS, "float",
+         ref=np.linalg.norm, tol=16),
+    call("linalg", flinalg, "norm", [("2-d", [D((3, 4))])], LINALG_FLOATS, "float",
+         kw=dict(ord=1, axis=1), ref=lambda a: np.linalg.norm(a, ord=1, axis=1), label="ord=1",
+         tol=16),
+    call("linalg", flinalg, "norm", [("2-d", [D((3, 4))])], LINALG_FLOATS, "float",
+         kw=dict(ord=np.inf), ref=lambda a: np.linalg.norm(a, ord=np.inf), label="matrix inf",
+         tol=16),
+    call("linalg", flinalg, "vector_norm", [("2-d", [D((3, 4))])], LINALG_FLOATS, "float",
+         kw=dict(axis=-1), ref=lambda a: np.linalg.vector_norm(a, axis=-1), tol=16),
+    call("linalg", flinalg, "matrix_norm", [("3-d", [D((2, 3, 4))])], LINALG_FLOATS, "float",
+         ref=lambda a: np.linalg.matrix_norm(a), tol=16),
+]
+
+
+def _lax_pad_ref(x, value, config):
+    out = x
+    for axis, (lo, hi, interior) in enumerate(config):
+        if interior:
+            n = out.shape[axis]
+            idx = np.repeat(np.arange(1, n), interior)
+            out = np.insert(out, idx, value, axis=axis)
+        pad = [(0, 0)] * out.ndim
+        pad[axis] = (max(lo, 0), max(hi, 0))
+        out = np.pad(out, pad, constant_values=value)
+        sl = [slice(None)] * out.ndim
+        sl[axis] = slice(-lo if lo < 0 else 0, out.shape[axis] + hi if hi < 0 else None)
+        out = out[tuple(sl)]
+    return out
+
+
+def _dus_ref(x, update, starts):
+    out = np.array(x, copy=True)
+    starts = [min(max(s, 0), n - u) for s, n, u in zip(starts, x.shape, update.shape)]
+    out[tuple(slice(s, s + u) for s, u in zip(starts, update.shape))] = update
+    return out
+
+
+def _gather_ref(x, indices):
+    """fnad's gather indexes like numpy (negative indices count from the end), then
+    clamps what is still out of range."""
+    n = np.array(x.shape[:indices.shape[-1]])
+    idx = np.clip(np.where(indices < 0, indices + n, indices), 0, n - 1)
+    return x[tuple(np.moveaxis(idx, -1, 0))]
+
+
+def _scatter_ref(op):
+    def ref(x, indices, updates):
+        out = np.array(x, copy=True)
+        ufunc = {"set": None, "add": np.add, "mul": np.multiply, "max": np.maximum,
+                 "min": np.minimum}[op]
+        for i, u in zip(indices.reshape(-1, indices.shape[-1]),
+                        updates.reshape((-1,) + updates.shape[indices.ndim - 1:])):
+            if any(k < 0 or k >= n for k, n in zip(i, x.shape)):
+                continue        # mode 'fill': out-of-range updates are dropped
+            key = tuple(i)
+            out[key] = u if ufunc is None else ufunc(out[key], u)
+        return out
+    return ref
+
+
+SCATTER_IDX = fixed(np.array([[0], [2], [0], [7]]))
+GATHER_IDX = fixed(np.array([[0, 1], [2, 3], [5, -1]]))
+LAX = dict(jax=True)
+
+LAX_CALLS = [
+    call("lax", flax, "broadcast_in_dim", [("column", [D((3, 1))])], ALL, pos=((2, 3, 4), (1, 2)),
+         ref=lambda x: np.broadcast_to(x[None], (2, 3, 4))),
+    call("lax", flax, "concatenate", [("two", [D((2, 3)), D((2, 1))])], ALL,
+         adapt=lambda lib: (lambda a, b: lib.concatenate([a, b], 1)),
+         ref=lambda a, b: np.concatenate([a, b], 1)),
+    call("lax", flax, "convert_element_type", [("2-d", [D((2, 3))])], ALL, F32,
+         pos=(np.float32,), ref=lambda x: np.asarray(x, np.float64)),
+    call("lax", flax, "dynamic_slice", [("2-d", [D((4, 5)), fixed(np.int32(1)),
+                                                 fixed(np.int32(3))])], ALL,
+         adapt=lambda lib: (lambda x, i, j: lib.dynamic_slice(x, (i, j), (2, 3))),
+         ref=lambda x, i, j: x[1:3, 2:5], batched=(0,)),
+    call("lax", flax, "dynamic_slice_in_dim", [("2-d", [D((4, 5)), fixed(np.int32(2))])], ALL,
+         adapt=lambda lib: (lambda x, i: lib.dynamic_slice_in_dim(x, i, 2, axis=1)),
+         ref=lambda x, i: x[:, 2:4], batched=(0,)),
+    call("lax", flax, "dynamic_index_in_dim", [("2-d", [D((4, 5)), fixed(np.int32(3))])], ALL,
+         adapt=lambda lib: (lambda x, i: lib.dynamic_index_in_dim(x, i, axis=0, keepdims=False)),
+         ref=lambda x, i: x[3], batched=(0,)),
+    call("lax", flax, "dynamic_update_slice", [("2-d", [D((4, 5)), D((2, 2)),
+                                                        fixed(np.int32(3))])], ALL,
+         adapt=lambda lib: (lambda x, u, i: lib.dynamic_update_slice(x, u, (i, np.int32(1)))),
+         ref=lambda x, u, i: _dus_ref(x, u, (3, 1)), batched=(0, 1)),
+    call("lax", flax, "dynamic_update_slice_in_dim", [("2-d", [D((4, 5)), D((4, 2)),
+                                                               fixed(np.int32(1))])], ALL,
+         adapt=lambda lib: (lambda x, u, i: lib.dynamic_update_slice_in_dim(x, u, i, 1)),
+         ref=lambda x, u, i: _dus_ref(x, u, (0, 1)), batched=(0, 1)),
+    call("lax", flax, "dynamic_update_index_in_dim", [("2-d", [D((4, 5)), D((5,)),
+                                                               fixed(np.int32(2))])], ALL,
+         adapt=lambda lib: (lambda x, u, i: lib.dynamic_update_index_in_dim(x, u, i, 0)),
+         ref=lambda x, u, i: _dus_ref(x, u[None], (2, 0)), batched=(0, 1)),
+    call("lax", flax, "expand_dims", [("2-d", [D((2, 3))])], ALL, pos=((0, 2),),
+         ref=lambda x: x[None, :, None]),
+    call("lax", flax, "reshape", [("2-d", [D((2, 6))])], ALL, pos=((3, 4),),
+         ref=lambda x: x.reshape(3, 4)),
+    call("lax", flax, "rev", [("2-d", [D((2, 6))])], ALL, pos=((1,),), ref=lambda x: x[:, ::-1]),
+    call("lax", flax, "squeeze", [("3-d", [D((2, 1, 3))])], ALL, pos=((1,),),
+         ref=lambda x: x[:, 0]),
+    call("lax", flax, "transpose", [("3-d", [D((2, 3, 4))])], ALL, pos=((2, 0, 1),),
+         ref=lambda x: x.transpose(2, 0, 1)),
+    call("lax", flax, "slice", [("2-d", [D((5, 6))])], ALL, pos=((1, 0), (4, 6), (2, 3)),
+         ref=lambda x: x[1:4:2, 0:6:3]),
+    call("lax", flax, "pad", [("2-d", [D((3, 4))])], ALL,
+         adapt=lambda lib: (lambda x: lib.pad(x, np.asarray(0, x.dtype),
+                                              [(1, -1, 1), (0, 2, 0)])),
+         ref=lambda x: _lax_pad_ref(x, 0, [(1, -1, 1), (0, 2, 0)])),
+    call("lax", flax, "iota", [("none", [])], (I32,), I32, adapt=lambda lib: (
+        lambda: lib.iota(np.int32, 5)), ref=lambda: np.arange(5, dtype=np.int32), **STATIC),
+    call("lax", flax, "select", [("mask", [MASK, D((3, 4)), D((3, 4))])], ALL,
+         ref=lambda c, a, b: np.where(c, a, b), batched=(0, 1, 2)),
+    call("lax", flax, "clamp", [("scalars", [fixed(np.float32(-1)), D((3, 4)), fixed(np.float32(1))])],
+         (F32,), ref=lambda lo, x, hi: np.clip(x, lo, hi), signed_zero=False, batched=(1,)),
+    call("lax", flax, "integer_pow", [("2-d", [D((3, 4))])], NUM, pos=(3,),
+         ref=lambda x: x ** 3),
+    call("lax", flax, "integer_pow", [("2-d", [D((3, 4), domain=POS)])], FLOATS, pos=(-2,),
+         ref=lambda x: x ** -2.0, label="negative"),
+    call("lax", flax, "sort", [("2-d", [D((3, 5))])], ALL, ref=lambda x: np.sort(x, -1),
+         specials=specials_2d, signed_zero=False),
+    call("lax", flax, "sort_key_val", [("2-d", [D((3, 5)), fixed(np.arange(15).reshape(3, 5))])],
+         ALL, ref=lambda k, v: (np.sort(k, -1, kind="stable"),
+                                np.take_along_axis(v, np.argsort(k, -1, kind="stable"), -1)),
+         batched=(0,)),
+    call("lax", flax, "argsort", [("2-d", [D((3, 5))])], ALL, np.dtype(np.int64),
+         ref=lambda x: np.argsort(x, -1, kind="stable"), jax=None, specials=specials_2d),
+    call("lax", flax, "dot_general", [("matrices", [D((3, 4)), D((4, 2))])], NUM,
+         pos=((((1,), (0,)), ((), ())),), ref=lambda a, b: a @ b, scale="abs", tol=16),
+    call("lax", flax, "gather", [("pairs", [D((4, 5)), GATHER_IDX])], ALL, ref=_gather_ref,
+         jax=None, batched=(0,)),
+    call("lax", flax, "scatter", [("rows", [D((4, 3)), SCATTER_IDX, D((4, 3))])], ALL,
+         ref=_scatter_ref("set"), jax=None, batched=(0, 2), grad=False),
+    call("lax", flax, "scatter_add", [("rows", [D((4, 3)), SCATTER_IDX, D((4, 3))])], NUM,
+         ref=_scatter_ref("add"), jax=None, batched=(0, 2)),
+    call("lax", flax, "scatter_mul", [("rows", [D((4, 3)), SCATTER_IDX, D((4, 3))])], NUM,
+         ref=_scatter_ref("mul"), jax=None, batched=(0, 2)),
+    call("lax", flax, "scatter_max", [("rows", [D((4, 3)), SCATTER_IDX, D((4, 3))])], ALL,
+         ref=_scatter_ref("max"), jax=None, batched=(0, 2)),
+    call("lax", flax, "scatter_min", [("rows", [D((4, 3)), SCATTER_IDX, D((4, 3))])], ALL,
+         ref=_scatter_ref("min"), jax=None, batched=(0, 2)),
+]
+
+CASES = NUMPY_CALLS + LINALG_CALLS + LAX_CALLS
