@@ -206,11 +206,64 @@ def test_disk_cache_stays_under_its_limit(tmp_path):
                                    FNAD_CACHE_MAX_SIZE=str(limit))).stdout
     assert str(tmp_path / "kernels") in info and f"({limit} bytes)" in info
     entries = int(info.split("entries:")[1].split()[0])
-    assert 0 < entries < 12         # the least recently used were evicted
+    assert 0 < entries < 12         # the least recently used were evicted...
+    result, warnings = _run("""
+    import json
+    import numpy as np
+    import fnad, fnad.numpy as fnp
+    from fnad.kernels.cpu import lowering
+    fnad.config.background_compile = False
+    x = np.linspace(-1, 1, 5)
+    loaded = {}
+    for k in (12, 1):
+        f = fnad.jit(lambda x, k=k: fnp.sum(fnp.sin(x) * float(k) + fnp.cos(x) ** k))
+        before = lowering.stats["kernels_loaded"]
+        assert np.isclose(float(f(x)), np.sum(np.sin(x) * k + np.cos(x) ** k))
+        loaded[k] = lowering.stats["kernels_loaded"] - before
+    print(json.dumps(loaded))
+    """, tmp_path, FNAD_CACHE_MAX_SIZE=str(limit))
+    assert result == {"12": 1, "1": 0} and not warnings     # ...the last one kept
     subprocess.run([sys.executable, "-m", "fnad.cache", "clear"], check=True, timeout=300,
                    capture_output=True, env=dict(os.environ, FNAD_CACHE_DIR=str(tmp_path)))
     left = [f for _, _, files in os.walk(tmp_path) for f in files]
     assert left == []
+
+
+KERNELS_SCRIPT = """
+    import json, sys
+    import numpy as np
+    import fnad, fnad.numpy as fnp
+    from fnad.kernels.cpu import lowering
+    fnad.config.background_compile = False
+    x = np.linspace(-1, 1, 5)
+    loaded = {}
+    for k in KS:
+        f = fnad.jit(lambda x, k=k: fnp.sum(fnp.sin(x) * float(k) + fnp.cos(x) ** k))
+        before = lowering.stats["kernels_loaded"]
+        assert np.isclose(float(f(x)), np.sum(np.sin(x) * k + np.cos(x) ** k))
+        loaded[k] = lowering.stats["kernels_loaded"] - before
+    print(json.dumps(loaded))
+"""
+
+
+def test_disk_cache_evicts_the_least_recently_used(tmp_path):
+    """Loading a kernel counts as a use: an old kernel loaded again outlives younger
+    ones that were not."""
+    run = lambda ks, **env: _run(KERNELS_SCRIPT.replace("KS", repr(ks)), tmp_path, **env)
+    run(list(range(1, 9)))                      # kernels 1..8, written in that order
+    assert run([1]) == ({"1": 1}, [])           # 1 used again, from the disk
+    sizes = {}
+    for folder, _, files in os.walk(tmp_path):
+        for f in files:
+            sizes.setdefault(f.split(".")[0], 0)
+            sizes[f.split(".")[0]] += os.path.getsize(os.path.join(folder, f))
+    assert len(sizes) == 8
+    # Room for two or three kernels: writing a ninth evicts down to 3/4 of the limit.
+    limit = int(sum(sizes.values()) / 8 * 10 / 3)
+    result, warnings = run([9], FNAD_CACHE_MAX_SIZE=str(limit))
+    assert result == {"9": 0} and not warnings
+    result, _ = run([9, 1, 2], FNAD_CACHE_MAX_SIZE=str(limit))
+    assert result == {"9": 1, "1": 1, "2": 0}   # 2, the least recently used, was evicted
 
 
 # --------------------------------------------------------------------------- disk: faults
