@@ -689,6 +689,51 @@ def test_rule_agrees_with_jax(case):
                 f"{rule_dtype(case.out, inputs.args, case.data_args)}, JAX {expected[0]}")
 
 
+# --------------------------------------------------------------------------- properties
+
+INTEGER_OPS = ["floor_divide", "remainder", "fmod", "divmod", "multiply", "subtract"]
+
+
+@pytest.mark.parametrize("name", INTEGER_OPS)
+@pytest.mark.parametrize("dtype", [I32, I64], ids=lambda d: d.name)
+def test_integer_arithmetic_is_exact_in_every_mode(name, dtype):
+    """Integer ops over the whole range (zero divisors and extremes included), eagerly
+    and compiled, equal numpy's integer arithmetic exactly (hypothesis, fixed seed)."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    info = np.iinfo(dtype)
+    ints = st.integers(int(info.min), int(info.max))
+    op = getattr(fnp, name)
+    jitted = fnad.jit(op)
+    reason = known_failure(_case_named(f"numpy.{name}"), dtype, "eager")
+
+    @hypothesis.settings(derandomize=True, max_examples=40, deadline=None, database=None)
+    @hypothesis.given(st.lists(st.tuples(ints, ints | st.sampled_from([0, -1, 1])),
+                               min_size=1, max_size=16))
+    def check(pairs):
+        x = np.array([p[0] for p in pairs], dtype)
+        y = np.array([p[1] for p in pairs], dtype)
+        with np.errstate(all="ignore"):
+            want = leaves(getattr(np, name)(x, y))
+        for mode, f in (("eager", op), ("jit", jitted)):
+            for g, w in zip(leaves(f(x, y)), want):
+                np.testing.assert_array_equal(np.asarray(g), w, err_msg=f"{name} {mode}")
+    try:
+        check()
+        lowering.wait_for_compiles()
+        check()
+    except AssertionError:
+        if reason:
+            pytest.xfail(reason)
+        raise
+    assert not reason, f"fixed, remove from KNOWN_FAILURES: {reason}"
+    CHECKED["property"] += 2
+
+
+def _case_named(case_id):
+    return next(c for c in CASES if c.id == case_id)
+
+
 # --------------------------------------------------------------------------- random
 
 def _random_params():
