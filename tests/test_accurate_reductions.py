@@ -29,11 +29,20 @@ def data(n, dist):
     return x.astype(np.float32)
 
 
+class Exact:
+    """math.fsum of the summands (as numpy float32 computes them) and the sum of their
+    magnitudes, computed once for the several results checked against them."""
+
+    def __init__(self, summands):
+        wide = np.asarray(summands, np.float64)
+        self.sum = math.fsum(wide)
+        self.magnitude = float(np.abs(wide).sum())
+
+
 def assert_accurate(result, summands, scale=1.0):
-    """result ~ scale * sum(summands) (summands as numpy float32 computes them)."""
-    wide = np.asarray(summands, np.float64)
-    exact = math.fsum(wide) * scale
-    magnitude = float(np.abs(wide).sum()) * abs(scale)
+    """result ~ scale * sum(summands); summands may be an Exact."""
+    ref = summands if isinstance(summands, Exact) else Exact(summands)
+    exact, magnitude = ref.sum * scale, ref.magnitude * abs(scale)
     error = abs(float(result) - exact)
     assert error <= BOUND * magnitude, (float(result), exact, error / magnitude)
 
@@ -81,7 +90,7 @@ def uses(f, x, path):
 @pytest.mark.parametrize("f", [fused_sum, blocked_sum])
 def test_sum_and_mean_are_accurate_in_every_cpu_mode(n, dist, f, first_call, compiled_call):
     x = data(n, dist)
-    parts = summands(f, x)
+    parts = Exact(summands(f, x))
     mean = lambda v: f(v) / np.float32(n)     # noqa: E731  (fnp.mean is sum / n)
     results = {"eager": (f(x), mean(fnp.asarray(x))),
                "first call": (first_call(f, x), first_call(mean, x)),
@@ -129,7 +138,7 @@ def test_gradient_of_a_mean_squared_loss_is_accurate(n, dist, first_call, compil
     w = np.float32(0.7)
     loss = lambda w, x, y: fnp.mean((w * x - y) ** 2)     # noqa: E731
     x64, y64 = x.astype(np.float64), y.astype(np.float64)
-    terms = 2 * (float(w) * x64 - y64) * x64
+    terms = Exact(2 * (float(w) * x64 - y64) * x64)
     grad = fnad.grad(loss)
     for out in (grad(w, x, y), first_call(grad, w, x, y), compiled_call(grad, w, x, y)):
         assert out.dtype == np.float32
