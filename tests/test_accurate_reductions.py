@@ -408,3 +408,16 @@ def test_gpu_float16_reductions_round_once():
     np.testing.assert_array_equal(host(fnp.sum(xg, axis=1)), exact.astype(np.float16))
     np.testing.assert_array_equal(host(fnp.max(xg, axis=1)), np.max(x, axis=1))
     assert host(fnad.jit(lambda x: fnp.sum(x * 1))(xg)) == np.float16(math.fsum(exact))
+
+
+@pytest.mark.parametrize("name", ["mean", "var", "std"])
+def test_float16_moments_do_not_overflow(name):
+    """A float16 sum overflows past 65504; mean/var/std accumulate in float32 and round
+    once (numpy does so for mean; its var of this input is inf)."""
+    x = np.ones(100_000, np.float16)
+    x[::3] = 3
+    exact = getattr(np, name)(x.astype(np.float64))
+    for mode in (getattr(fnp, name), fnad.jit(getattr(fnp, name))):
+        out = mode(x)
+        assert out.dtype == np.float16
+        np.testing.assert_allclose(float(out), exact, rtol=1e-3)
