@@ -55,6 +55,7 @@ def test_recreated_jitted_lambdas_keep_memory_flat(tmp_path):
     result, _ = _run(MEMORY_PRELUDE + """
     x = fnp.ones(3)
     fnad.jit(lambda x: x * 2.0 + 1.0)(x)        # kernels compiled, caches warm
+    lowering.wait_for_compiles()                # (Numba's own first use costs ~30 MiB)
     gc.collect()
     before, programs = rss_mib(), len(lowering._executables)
     for i in range(20000):
@@ -75,6 +76,7 @@ def test_one_function_at_many_shapes_is_bounded_and_collectable(tmp_path):
     fnad.config.trace_cache_size = 64
     f = fnad.jit(lambda x: fnp.sin(x) * 2.0)
     f(fnp.ones(1))
+    lowering.wait_for_compiles()                # (Numba's own first use costs ~30 MiB)
     gc.collect()
     before, programs = rss_mib(), len(lowering._executables)
     wrong = 0

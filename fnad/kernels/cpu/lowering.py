@@ -147,6 +147,50 @@ def accumulator_dtype(reduction, dtype):
 _FLOAT16 = np.dtype(np.float16)
 
 
+# Python allows 20 nested blocks in a function, and each dimension of a loop nest is
+# one: past this depth, the outer dimensions are walked by one flat index instead.
+MAX_NEST = 8
+
+
+class LoopNest:
+    """How a kernel walks an iteration space of `shape`: the index expression of each
+    dimension (`index`), the loop variable `outer` that threads split, over `count`
+    iterations, and the dimensions looped inside it (`inner`).
+
+    Up to MAX_NEST dimensions this is the plain nest `for i0 in range(n0): for i1 ...`.
+    Deeper spaces (numpy allows 64 dimensions) loop over no size-1 dimension (its index
+    is 0), and when more than MAX_NEST dimensions remain, the outer ones are walked by
+    one flat index `o`, turned back into their indices (`unflatten`) once per run of
+    the inner loops, so the nest is never deeper than MAX_NEST. Nests of up to MAX_NEST
+    dimensions keep their source, so their kernels stay shared by every size."""
+
+    def __init__(self, shape):
+        rank = len(shape)
+        fixed = {d for d in range(rank) if rank > MAX_NEST and shape[d] == 1}
+        self.index = ["0" if d in fixed else f"i{d}" for d in range(rank)]
+        looped = [d for d in range(rank) if d not in fixed]
+        self.looped = [f"i{d}" for d in looped]
+        self.prologue, self.unflatten = [], []
+        self.outer, self.count, self.outer_dims, self.inner = None, None, [], []
+        if len(looped) > MAX_NEST:
+            flat = looped[:len(looped) - MAX_NEST + 1]
+            self.outer, self.count, self.outer_dims = "o", "no", flat
+            self.inner = looped[len(flat):]
+            self.prologue = ["no = " + " * ".join(f"n{d}" for d in flat)]
+            self.unflatten = unflatten("o", [f"n{d}" for d in flat], [f"i{d}" for d in flat])
+        elif looped:
+            self.outer, self.count = f"i{looped[0]}", f"n{looped[0]}"
+            self.outer_dims, self.inner = looped[:1], looped[1:]
+
+
+def unflatten(flat, dims, names):
+    """Lines turning the row-major flat index `flat` over `dims` into indices `names`."""
+    lines = [f"rest = {flat}"]
+    for k in reversed(range(1, len(dims))):
+        lines += [f"{names[k]} = rest % {dims[k]}", f"rest = rest // {dims[k]}"]
+    return lines + [f"{names[0]} = rest"] if dims else lines
+
+
 class KernelSource:
     """The loop nest of one group, with the wiring the driver needs.
 
@@ -164,7 +208,8 @@ class KernelSource:
     def __init__(self, group, materialize, *, keep_accumulators=False, half=False):
         shape = group.shape
         rank = len(shape)
-        idx = [f"i{d}" for d in range(rank)]
+        nest = LoopNest(shape)
+        idx = nest.index
         self.inputs = []            # external Vars, in argument order
         self.outputs = []           # (Var, axes reduced or None)
         self.output_dtypes = []     # dtype of each output array
@@ -200,7 +245,7 @@ class KernelSource:
                 line = f"{names[key]} = {read}"
                 # Reads that do not depend on the loop indices happen once, up front
                 # (this also keeps 0-d arrays out of Numba's parallel loop bodies).
-                (loads if any(i in idx for i in sub) else hoisted).append(line)
+                (loads if any(i in nest.looped for i in sub) else hoisted).append(line)
             return names[key]
 
         def value(a):
@@ -281,7 +326,7 @@ class KernelSource:
         args = [f"in{k}" for k in range(len(self.inputs))] + \
             [f"out{k}" for k in range(len(self.outputs))] + [f"n{d}" for d in range(rank)]
 
-        def nest(parallel):
+        def source(parallel):
             # Numba's parallel reductions recognize only some forms (a NaN-propagating
             # max came back as its identity): other scalar accumulators make threads
             # take chunks of the outer loop, each with its own accumulators, combined
@@ -289,23 +334,27 @@ class KernelSource:
             # applies, a prange over the outer loop itself vectorizes better (the
             # chunked loop ran up to twice as slow).
             chunked = parallel and any(c not in NUMBA_REDUCTIONS for _, c, _ in accumulators)
-            lines = [f"def kernel({', '.join(args)}):"] + ["    " + a for a in hoisted]
+            lines = [f"def kernel({', '.join(args)}):"] + \
+                ["    " + a for a in nest.prologue + hoisted]
             pad = "    "
+            outer, count = nest.outer, nest.count
             if chunked:
-                lines.append(f"{pad}chunks = min(n0, {PARALLEL_CHUNKS})")
+                lines.append(f"{pad}chunks = min({count}, {PARALLEL_CHUNKS})")
                 lines += [f"{pad}{acc}_part = np.empty(chunks, np.{dtype.name})"
                           for acc, _, dtype in accumulators]
                 lines.append(f"{pad}for chunk in numba.prange(chunks):")
                 pad += "    "
                 lines += [pad + a for a in acc_init]
-                lines.append(f"{pad}for i0 in range(chunk * n0 // chunks, "
-                             "(chunk + 1) * n0 // chunks):")
+                lines.append(f"{pad}for {outer} in range(chunk * {count} // chunks, "
+                             f"(chunk + 1) * {count} // chunks):")
             else:
                 lines += [pad + a for a in acc_init]
-                if rank:
-                    lines.append(f"{pad}for i0 in {'numba.prange' if parallel else 'range'}(n0):")
-            inner = pad + "    " if rank else pad
-            for d in range(1, rank):
+                if outer:
+                    loop = "numba.prange" if parallel else "range"
+                    lines.append(f"{pad}for {outer} in {loop}({count}):")
+            inner = pad + "    " if outer else pad
+            lines += [inner + line for line in nest.unflatten]
+            for d in nest.inner:
                 lines.append(f"{inner}for i{d} in range(n{d}):")
                 inner += "    "
             lines += [inner + line for line in loads + body]
@@ -316,12 +365,13 @@ class KernelSource:
                           for acc, combine, _ in accumulators]
             lines += ["    " + a for a in acc_final]
             return "\n".join(lines) + "\n"
-        self.source = nest(False)
+        self.source = source(False)
         # Threads split the outer loop unless two iterations of it could write the
         # same cell of a partial reduction.
-        safe = rank > 0 and all(axes is None or len(axes) == rank or 0 not in axes
-                                for _, axes in self.outputs)
-        self.parallel_source = nest(True) if safe else None
+        safe = nest.outer is not None and all(
+            axes is None or len(axes) == rank or not set(nest.outer_dims) & set(axes)
+            for _, axes in self.outputs)
+        self.parallel_source = source(True) if safe else None
 
 
 HEADER = """import math
@@ -398,6 +448,11 @@ class _FirstKernelCall:
     def __call__(self, *args):
         signature = tuple(numba.typeof(a.view(np.uint16) if k in self.half_args else a)
                           for k, a in enumerate(args))
+        if signature in self.kernel.overloads:
+            # Compiled already, for another program of this structure (a new shape of a
+            # function, or another function): no compile, and no thread to start.
+            self.namespace[self.name] = self.call
+            return self.call(*args)
         if not config.background_compile:
             self._compile(signature)
             return self.call(*args)
