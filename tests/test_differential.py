@@ -97,29 +97,33 @@ CBRT = "UNOWNED: cbrt(-0.0) is 0.0 (numpy -0.0); cbrt of large values is 8+ ulps
 HYPOT = "UNOWNED: hypot overflows for large finite values; hypot(inf, nan) is nan (numpy inf)"
 LAX_ROUND = "UNOWNED: lax.round rounds halves to even; JAX's lax.round: away from zero"
 SIGN_ZERO = "UNOWNED: compiled sign(-0.0) is -0.0; numpy (and the first call) give 0.0"
+INT64_MEAN_JIT = ("H1: compiled mean/average of int64 extremes is wrong (-1.0417 vs numpy "
+                  "-2.5417): the fused loop accumulates in int64 and wraps; numpy in float64")
 LAX_IOTA = "UNOWNED: lax.iota(dtype, shape, dimension) is JAX's broadcasted_iota; iota(dtype, 5) fails"
 
 # (function or case id, dtypes ("*" or names), modes) -> reason. Strict xfail: the day a
 # defect is fixed its entries fail until they are removed here.
 KNOWN_FAILURES = {
-    ("numpy.sum", "bool int32", "eager"): INT_ACCUMULATE,
-    ("numpy.prod", "bool int32", "eager"): INT_ACCUMULATE,
-    ("numpy.cumsum", "bool int32", "eager"): INT_ACCUMULATE,
-    ("numpy.cumprod", "bool int32", "eager"): INT_ACCUMULATE,
+    ("numpy.sum", "bool int32", "eager jit jax"): INT_ACCUMULATE,
+    ("numpy.prod", "bool int32", "eager jit jax"): INT_ACCUMULATE,
+    ("numpy.cumsum", "bool int32", "eager jit jax"): INT_ACCUMULATE,
+    ("numpy.cumprod", "bool int32", "eager jit jax"): INT_ACCUMULATE,
+    ("numpy.mean[axis=None]", "int64", "jit"): INT64_MEAN_JIT,
+    ("numpy.average[axis=None]", "int64", "jit"): INT64_MEAN_JIT,
     ("numpy.argmax", "*", "eager jit jax"): INDEX_DTYPE,
     ("numpy.argmin", "*", "eager jit jax"): INDEX_DTYPE,
     ("numpy.count_nonzero", "*", "eager jit jax"): INDEX_DTYPE,
-    ("numpy.median", "bool int32 int64", "eager"): MEDIAN_DTYPE,
+    ("numpy.median", "bool int32 int64", "eager jit jax"): MEDIAN_DTYPE,
     ("numpy.median[axis=None]", "float16 float32 float64", "eager"): MEDIAN_EMPTY,
     ("numpy.median[axis=0 keepdims]", "float16 float32 float64", "eager"): MEDIAN_EMPTY,
-    ("numpy.heaviside", "bool int32 int64", "eager jax"): HEAVISIDE_DTYPE,
+    ("numpy.heaviside", "bool int32 int64", "eager jit jax"): HEAVISIDE_DTYPE,
     ("numpy.heaviside", "float16 float32 float64", "eager jit"): HEAVISIDE_NAN,
     ("numpy.power", "int32 int64", "eager jit jax"): INT_THROUGH_FLOAT,
     ("lax.div", "int32 int64", "eager jit jax"): INT_THROUGH_FLOAT,
     ("numpy.cbrt", "float16 float32 float64", "eager jit"): CBRT,
     ("numpy.hypot", "float16 float32 float64", "eager jit"): HYPOT,
     ("lax.round", "float16 float32 float64", "eager jit"): LAX_ROUND,
-    ("numpy.sign", "float32", "jit"): SIGN_ZERO,
+    ("numpy.sign", "float16 float32 float64", "jit"): SIGN_ZERO,
     ("random.categorical", "*", "random"): INDEX_DTYPE,
     ("numpy.argsort", "*", "eager jit jax"): INDEX_DTYPE,
     ("numpy.lexsort", "*", "eager jit jax"): INDEX_DTYPE,
@@ -131,9 +135,9 @@ KNOWN_FAILURES = {
     ("numpy.tril_indices", "*", "eager jax"): INDEX_DTYPE,
     ("numpy.triu_indices", "*", "eager jax"): INDEX_DTYPE,
     ("numpy.ix_", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.trace", "bool int32", "eager"): INT_ACCUMULATE,
+    ("numpy.trace", "bool int32", "eager jit jax"): INT_ACCUMULATE,
     ("lax.iota", "*", "eager jax"): LAX_IOTA,
-    ("lax.sign", "float32", "jit"): SIGN_ZERO,
+    ("lax.sign", "float16 float32 float64", "jit"): SIGN_ZERO,
 }
 
 # --------------------------------------------------------------------------- bookkeeping
@@ -657,7 +661,10 @@ def _check_against_jax(case, dtype):
                                 for a in args) or (isinstance(case.out, np.dtype)
                                                    and case.out.itemsize == 8)):
                 continue            # JAX's default mode would narrow the inputs
-            want = run_jax(case, args, x64)
+            try:
+                want = run_jax(case, args, x64)
+            except TypeError as e:      # JAX does not take this dtype here (partition of bool)
+                pytest.skip(f"JAX rejects it: {e}".splitlines()[0])
             assert len(want) == len(got)
             for k, (g, w) in enumerate(zip(got, want)):
                 wd = narrow_to_default(w.dtype, args) if x64 else w.dtype
@@ -668,7 +675,7 @@ def _check_against_jax(case, dtype):
                 label = f"{case.id} vs JAX (x64={x64}) on {inputs.label}, output {k}"
                 assert g.dtype == wd, f"{label}: dtype {g.dtype}, JAX {wd}"
                 # numpy, not JAX, is the reference for -0.0 and the last ulps
-                lenient = dataclasses.replace(case, signed_zero=False, tol=2 * case.tol)
+                lenient = dataclasses.replace(case, signed_zero=False, tol=4 * case.tol)
                 assert_matches(g, w.astype(np.float64) if w.dtype.kind == "f" else w, wd,
                                lenient, np.abs(w.astype(np.float64)) if w.dtype.kind == "f"
                                else 1.0, label)
