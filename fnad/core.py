@@ -360,8 +360,14 @@ def check_same_dtype(prim_name, avals):
 
 
 def broadcast_shapes(prim_name, *shapes):
-    try:
-        return np.broadcast_shapes(*shapes)
-    except ValueError:
-        raise ShapeError(f"{prim_name}: shapes " + " and ".join(map(str, shapes))
-                         + " do not broadcast together") from None
+    # numpy's rule, written out: np.broadcast_shapes takes at most 32 dimensions, and
+    # arrays may have 64.
+    rank = max(map(len, shapes), default=0)
+    out = []
+    for sizes in zip(*[(1,) * (rank - len(s)) + tuple(s) for s in shapes]):
+        other = {n for n in sizes if n != 1}
+        if len(other) > 1:
+            raise ShapeError(f"{prim_name}: shapes " + " and ".join(map(str, shapes))
+                             + " do not broadcast together")
+        out.append(other.pop() if other else 1)
+    return tuple(out)

@@ -78,3 +78,10 @@ class ArgnumsError(FnadError, TypeError, ValueError):
 class HasAuxError(FnadError, TypeError):
     """A function transformed with has_aux=True that does not return a pair
     (output, aux)."""
+
+
+class ResourceError(FnadError, MemoryError):
+    """A computation too large to run: a value of 2**63 bytes or more (no array can
+    address it, and its iteration count may not fit an int64), or one the compiled
+    program would allocate that exceeds the machine's memory. Raised when the program
+    is compiled, before any loop starts; the message names the shape, dtype and size."""

@@ -139,6 +139,35 @@ def _unsafe(path):
 
 # --------------------------------------------------------------------------- loading
 
+_helper_digests = {}
+
+
+def helpers_digest(modules):
+    """A digest of the source of the modules generated code calls into, computed once
+    per process. Numba's disk cache keys a module's machine code on that module's own
+    file, while the helpers it calls are compiled into it: generated headers carry this
+    digest, so that a helper changed by a new fnad version changes the header text,
+    hence the module name, and stale machine code is never loaded."""
+    key = tuple(m.__name__ for m in modules)
+    digest = _helper_digests.get(key)
+    if digest is None:
+        h = hashlib.sha1()
+        for m in modules:
+            h.update(_module_source(m))
+        digest = _helper_digests[key] = h.hexdigest()[:20]
+    return digest
+
+
+def _module_source(module):
+    try:
+        with open(module.__file__, "rb") as f:
+            return f.read()
+    except (OSError, TypeError):
+        # Unreadable source: a digest new in each process recompiles rather than risk
+        # another version's machine code.
+        return os.urandom(16)
+
+
 def import_generated(text, prefix):
     """The module of generated source `text`, named `<prefix>_<hash of text>`: any
     change to the source or its options makes a new module, never a stale one. The

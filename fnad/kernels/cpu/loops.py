@@ -16,7 +16,8 @@ import numpy as np
 from ... import config
 from ...cache import register
 from ...program import Literal
-from . import lowering
+from ..disk_cache import helpers_digest
+from . import elementwise, loop_linalg, lowering
 from .lowering import Group, KernelSource, partition, import_generated, literal, _materialized
 
 _loops = weakref.WeakKeyDictionary()    # a loop's body Program -> {key: _Loop}
@@ -124,8 +125,9 @@ import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
 from fnad.kernels.cpu.lowering import load_kernel
 from fnad.kernels.cpu import loop_linalg
-
 """
+# The modules whose functions a loop calls (and Numba compiles into it).
+HELPERS = (elementwise, loop_linalg)
 
 
 JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
@@ -146,8 +148,11 @@ def _module(text):
     # names hash the kernel header as well as the kernel sources written here: a new
     # kernel header must make a new loop module, not one whose cache names modules
     # that no longer exist.
-    header = hashlib.sha1(lowering.HEADER.encode()).hexdigest()[:20]
-    return import_generated(f"{HEADER}# kernel header {header}\n{text}", "fnad_loop")
+    # Numba compiles the kernels and helpers a loop calls into the loop's machine code:
+    # a new version of any of them must make a new loop module as well.
+    header = hashlib.sha1(lowering.kernel_header().encode()).hexdigest()[:20]
+    return import_generated(f"{HEADER}# kernel header {header}\n"
+                            f"# helpers {helpers_digest(HELPERS)}\n\n{text}", "fnad_loop")
 
 
 def scan_text(program, num_consts, num_carry, length, reverse):

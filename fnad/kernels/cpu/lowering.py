@@ -12,6 +12,8 @@ pattern but no sizes (those are arguments), so a new batch size reuses them. Eac
 kernel is written to a module file in the cache directory and compiled with
 Numba's on-disk cache, so a second process loads machine code instead of compiling.
 """
+import math
+import os
 import threading
 import weakref
 
@@ -21,9 +23,10 @@ import numpy as np
 
 from ... import config
 from ...cache import register
+from ...errors import ResourceError
 from ...program import Literal
-from ..disk_cache import cache_dir, import_generated  # noqa: F401  (cache_dir: tests)
-from . import chunked
+from ..disk_cache import cache_dir, helpers_digest, import_generated  # noqa: F401  (cache_dir: tests)
+from . import chunked, elementwise, half
 
 # Program -> Executable. An Executable refers to nothing that holds its Program, so an
 # entry goes when its Program does.
@@ -108,6 +111,48 @@ def partition(program, fuse_reductions=True):
         if _is_fusible_reduction(e):
             current.reduced.update(e.outputs)
     return steps
+
+
+# --------------------------------------------------------------------------- sizes
+
+# No array holds this many bytes or more (numpy's sizes are signed 64-bit), and a loop
+# over as many elements may count past int64.
+MAX_BYTES = 1 << 63
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):    # not a POSIX system
+        return None
+
+
+PHYSICAL_MEMORY = _physical_memory()
+
+
+def check_sizes(program, allocated=(), memory=None):
+    """Refuse a program with a value too large to exist, or one allocating a value of
+    `allocated` larger than `memory` bytes, before anything runs: a fused loop over a
+    broadcast that is never materialized would otherwise start, and run for years."""
+    def size(v):
+        return math.prod(v.aval.shape) * np.dtype(v.aval.dtype).itemsize
+
+    def describe(v, made_by):
+        where = f" made by {made_by.prim.name}" if made_by is not None else " (an argument)"
+        n = math.prod(v.aval.shape)
+        return (f"a value of shape {tuple(v.aval.shape)} and dtype {v.aval.dtype}{where}: "
+                f"{n} elements, {size(v)} bytes (2**{math.log2(max(size(v), 1)):.1f})")
+
+    made_by = {o: e for e in program.eqns for o in e.outputs}
+    for v in list(program.invars) + list(made_by):
+        if size(v) >= MAX_BYTES:
+            raise ResourceError(f"jit cannot compute {describe(v, made_by.get(v))}; no "
+                                "array holds 2**63 bytes or more, and a loop over that "
+                                "many elements could overflow its int64 count")
+    for v in allocated:
+        if memory is not None and size(v) > memory:
+            raise ResourceError(f"jit would allocate {describe(v, made_by.get(v))}, more "
+                                f"than this machine's {memory} bytes of memory")
 
 
 # --------------------------------------------------------------------------- kernels
@@ -374,14 +419,20 @@ class KernelSource:
         self.parallel_source = source(True) if safe else None
 
 
-HEADER = """import math
+_HEADER = """import math
 import numba
 import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
 from fnad.kernels.cpu import half
-
-
 """
+# The modules whose functions generated kernels call (and Numba compiles into them).
+HELPERS = (elementwise, half)
+
+
+def kernel_header():
+    """The text before every generated kernel: its imports, and the digest of the
+    helpers it calls, so that a kernel of another helper version is another module."""
+    return f"{_HEADER}# helpers {helpers_digest(HELPERS)}\n\n\n"
 
 
 def load_kernel(source):
@@ -390,7 +441,7 @@ def load_kernel(source):
     # check per division that keeps LLVM from vectorizing the loop.
     options = 'cache=True, nogil=True, error_model="numpy"' + \
         (", parallel=True" if "prange" in source else "")
-    return import_generated(HEADER + f"@numba.njit({options})\n" + source,
+    return import_generated(kernel_header() + f"@numba.njit({options})\n" + source,
                             "fnad_kernel").kernel
 
 
@@ -542,6 +593,10 @@ class Executable:
         self.namespace = {"np": np}
         steps = partition(program)
         materialize = _materialized(program, steps)
+        check_sizes(program, [o for step in steps if isinstance(step, Group)
+                              for e in step.eqns for o in e.outputs
+                              if o in materialize[step] or e.prim.reduction is not None],
+                    PHYSICAL_MEMORY)
         lines, names, kernel_sources = [], {}, []
 
         def name(a):

@@ -12,9 +12,10 @@ import functools
 import numpy as np
 
 from ...program import Equation, Var
-from ..cpu.lowering import Group, KernelSource
-from ..disk_cache import import_generated
-from . import runtime
+from ..cpu import elementwise as cpu_elementwise
+from ..cpu.lowering import Group, KernelSource, unflatten
+from ..disk_cache import helpers_digest, import_generated
+from . import device_numpy, runtime, scalar_functions
 
 # The names scalar expressions use, bound to device functions: `np` is
 # device_numpy, `kernels` and `max`/`min` come from scalar_functions.
@@ -24,21 +25,21 @@ from numba import cuda
 from fnad.kernels.cuda import device_numpy as np
 from fnad.kernels.cuda import scalar_functions as kernels
 from fnad.kernels.cuda.scalar_functions import maximum as max, minimum as min
-
-
 """
+# The modules whose functions generated kernels call (scalar_functions compiles the
+# cpu elementwise helpers as device functions).
+HELPERS = (device_numpy, scalar_functions, cpu_elementwise)
+
+
+def kernel_header():
+    """The imports of a generated kernel, and the digest of the helpers it calls, so
+    that a kernel of another helper version is another module."""
+    return f"{HEADER}# helpers {helpers_digest(HELPERS)}\n\n\n"
 
 
 def decompose(flat, dims, names, pad):
     """Lines turning the flat index `flat` into indices over `dims` (row-major)."""
-    lines = [f"{pad}rest = {flat}"]
-    for k in reversed(range(len(dims))):
-        if k:
-            lines += [f"{pad}{names[k]} = rest % {dims[k]}",
-                      f"{pad}rest = rest // {dims[k]}"]
-        else:
-            lines.append(f"{pad}{names[0]} = rest")
-    return lines
+    return [pad + line for line in unflatten(flat, dims, names)]
 
 
 def cuda_source(kernel, shape):
@@ -59,7 +60,7 @@ def cuda_source(kernel, shape):
 
 
 def load(source):
-    return import_generated(HEADER + "@cuda.jit(cache=True)\n" + source,
+    return import_generated(kernel_header() + "@cuda.jit(cache=True)\n" + source,
                             "fnad_cuda_kernel").kernel
 
 

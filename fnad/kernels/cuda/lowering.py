@@ -11,7 +11,7 @@ import numpy as np
 
 from ...cache import register
 from ...program import Literal
-from ..cpu.lowering import Group, _materialized, partition
+from ..cpu.lowering import Group, _materialized, check_sizes, partition
 from . import impl_for, runtime
 from .fused import GroupKernel
 
@@ -33,6 +33,7 @@ class Executable:
         self.invars = list(program.invars)
         steps = partition(program, fuse_reductions=False)
         materialize = _materialized(program, steps)
+        check_sizes(program)
         self.steps = []
         self.kernel_sources = []
         for step in steps:
