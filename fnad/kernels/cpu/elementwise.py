@@ -19,6 +19,12 @@ def logistic_scalar(x):
     return z / (1.0 + z)
 
 
+# The helpers here that call the math library (exp, ...): on many elements numpy's SIMD
+# ufuncs beat a fused loop calling them (kernels/cpu/chunked.py). The others are a few
+# comparisons or arithmetic operations, cheaper inline than a pass through memory.
+MATH_LIBRARY = frozenset({"logistic_scalar"})
+
+
 # ---- numpy's rules on one element, where Numba's operators or functions differ.
 # The fusing compiler inlines these through the primitives' scalar expressions; the
 # cuda backend compiles the same Python functions as device functions

@@ -229,11 +229,14 @@ class LoopNest:
 
 
 def unflatten(flat, dims, names):
-    """Lines turning the row-major flat index `flat` over `dims` into indices `names`."""
-    lines = [f"rest = {flat}"]
+    """Lines turning the row-major flat index `flat` over `dims` into indices `names`.
+    Each quotient gets a name of its own: Numba refuses a parallel loop whose index is
+    copied to a variable that is then reassigned."""
+    lines, rest = [], flat
     for k in reversed(range(1, len(dims))):
-        lines += [f"{names[k]} = rest % {dims[k]}", f"rest = rest // {dims[k]}"]
-    return lines + [f"{names[0]} = rest"] if dims else lines
+        lines += [f"{names[k]} = {rest} % {dims[k]}", f"{flat}_{k} = {rest} // {dims[k]}"]
+        rest = f"{flat}_{k}"
+    return lines + [f"{names[0]} = {rest}"] if dims else lines
 
 
 class KernelSource:
