@@ -315,10 +315,11 @@ class _Entry:
             if record is None or record["source"] != self.digest:
                 record = {"format": _RECORD_FORMAT, "source": self.digest,
                           "numba_dir": None, "numba": {}}
-            self._write_record(record)          # before the source: see the module doc
+            written = self._write_record(record)    # before the source: see the module doc
             if on_disk != self.source:
                 _write_atomic(self.source_path, self.source)
-                _note_written(self.directory, len(self.source))
+                written += len(self.source)
+            _note_written(self.directory, written)
         else:
             _touch(self.record_path)
         return record
@@ -372,6 +373,7 @@ class _Entry:
     def _write_record(self, record):
         data = json.dumps(record, sort_keys=True).encode()
         _write_atomic(self.record_path, data)
+        _touch(self.record_path)
         return len(data)
 
 
@@ -443,8 +445,11 @@ def _remove(path):
 
 
 def _touch(path):
+    """Mark the file used now, to the nanosecond: the file system's own clock may
+    advance only every few milliseconds, too coarse to order kernels by use."""
+    now = time.time_ns()
     try:
-        os.utime(path)
+        os.utime(path, ns=(now, now))
     except OSError:
         pass
 
@@ -498,9 +503,9 @@ def _scan(directory, clean=True):
             if item.name.startswith("."):
                 continue
             name = item.name.split(".", 1)[0]
-            entry = entries.setdefault(name, [0.0, [], None])
+            entry = entries.setdefault(name, [0, [], None])
             entry[1].append((item.path, st.st_size))
-            used = max(st.st_atime, st.st_mtime)
+            used = max(st.st_atime_ns, st.st_mtime_ns)
             entry[0] = max(entry[0], used)
             if folder == directory and item.name.endswith(".sum"):
                 entry[2] = used
@@ -518,7 +523,7 @@ def evict(directory, target):
     bytes; returns the bytes left."""
     entries = _scan(directory)
     total = _total(entries)
-    for name, (_, files) in sorted(entries.items(), key=lambda kv: kv[1][0]):
+    for name, (_, files) in sorted(entries.items(), key=lambda kv: (kv[1][0], kv[0])):
         if total <= target:
             break
         _delete_entry(directory, name, files)
