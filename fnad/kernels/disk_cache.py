@@ -414,11 +414,14 @@ def _read_at_most(path, limit):
 
 
 def _file_digest(path):
+    digest = hashlib.sha256()
     try:
         with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
     except OSError:
         return None
+    return digest.hexdigest()
 
 
 def _write_atomic(path, data):
@@ -542,8 +545,10 @@ def _delete_entry(directory, name, files):
         outside = [os.path.join(rec["numba_dir"], f) for f in rec["numba"]
                    if os.path.basename(f) == f and f.startswith(name + ".")
                    and f.endswith(_NUMBA_SUFFIXES)]
-    paths = sorted((p for p, _ in files), key=lambda p: (p == record, not p.endswith(".py")))
-    for p in [x for x in paths if x != record] + outside + [record]:
+    paths = [p for p, _ in files]
+    sources = [p for p in paths if p.endswith(".py")]
+    others = [p for p in paths if p not in sources and p != record]
+    for p in sources + others + outside + [record]:
         _remove(p)
 
 
