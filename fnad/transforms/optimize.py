@@ -6,7 +6,7 @@ Each pass maps a ClosedProgram to an equivalent one; `optimize` runs them in ord
 import numpy as np
 
 from ..array import Array, CudaArray
-from ..core import Tracer
+from ..core import Tracer, broadcast_shapes
 from ..program import Program, Literal, Var, Equation
 from .jit import ClosedProgram
 
@@ -120,7 +120,7 @@ def _keeps_shape(e, scalar_var):
     if e.prim.scalar is None:
         return False
     others = [tuple(a.aval.shape) for a in e.inputs if a is not scalar_var]
-    return np.broadcast_shapes((), *others) == tuple(e.outputs[0].aval.shape)
+    return broadcast_shapes(e.prim.name, (), *others) == tuple(e.outputs[0].aval.shape)
 
 
 # --------------------------------------------------------------------------- simplify

@@ -25,7 +25,8 @@ from ... import config
 from ...cache import register
 from ...errors import ResourceError
 from ...program import Literal
-from ..disk_cache import cache_dir, helpers_digest, import_generated  # noqa: F401  (cache_dir: tests)
+from ..disk_cache import cache_dir  # noqa: F401  (tests)
+from ..disk_cache import helpers_digest, import_generated
 from . import chunked, elementwise, half
 
 # Program -> Executable. An Executable refers to nothing that holds its Program, so an
