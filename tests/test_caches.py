@@ -285,9 +285,10 @@ KERNEL_SCRIPT = """
 """
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def populated(tmp_path_factory):
-    """A cache directory holding the kernel of KERNEL_SCRIPT, written by one process."""
+    """A cache directory holding the kernel of KERNEL_SCRIPT, written by one process.
+    (Made for each test: a kernel's name covers the source of the helpers it calls.)"""
     root = tmp_path_factory.mktemp("populated")
     result, warnings = _run(KERNEL_SCRIPT, root)
     assert result == {"right": True, "compiled": 1, "loaded": 0} and not warnings
