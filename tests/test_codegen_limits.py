@@ -196,6 +196,7 @@ def test_a_changed_helper_makes_new_generated_modules(monkeypatch, tmp_path, hel
     helper (a new fnad version) must change the module names, of kernels and of the
     compiled loops calling them, and an unchanged one must keep them."""
     monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(disk_cache, "_helper_digests", {})     # the sources as they are now
     kernel = lowering.load_kernel(SOURCE).py_func.__module__
     loop = loops._module("VALUE = 1\n").__name__
     monkeypatch.setattr(disk_cache, "_helper_digests", {})
