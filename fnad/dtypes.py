@@ -77,6 +77,14 @@ def default_int():
     return int64 if config.enable_x64 else int32
 
 
+def index_dtype(size):
+    """The dtype of indices (and counts) into `size` elements: argmax, argsort, nonzero,
+    count_nonzero, ... give the default int, as in JAX, but int64 where a value could
+    pass int32's range (size >= 2**31): a static choice from the shape, never a silent
+    wrap-around."""
+    return int64 if int(size) >= 2 ** 31 else default_int()
+
+
 def _resolve(t):
     if t is WEAK_FLOAT:
         return default_float()

@@ -165,7 +165,11 @@ NUMPY_CALLS = [
     call("numpy", fnp, "argwhere", [("2-d", [D((3, 4))])], ALL, "index", **STATIC),
     call("numpy", fnp, "flatnonzero", [("2-d", [D((3, 4))])], ALL, "index", **STATIC),
     call("numpy", fnp, "diag_indices_from", [("square", [D((3, 3))])], ALL, "index", **STATIC),
-    call("numpy", fnp, "ix_", [("two", [fixed(np.array([0, 2])), fixed(np.array([1, 0, 1]))])],
+    # integer index arrays keep their dtype (numpy, JAX); a mask gives the index dtype
+    call("numpy", fnp, "ix_", [("two", [fixed(np.array([0, 2], np.int32)),
+                                        fixed(np.array([1, 0, 1], np.int32))]),
+                               ("mask", [fixed(np.array([True, False, True])),
+                                         fixed(np.array([1, 0, 1], np.int32))])],
          (I32,), "index", adapt=lambda lib: (lambda a, b: lib.ix_(a, b)), **STATIC),
     call("numpy", fnp, "meshgrid", [("two", [D((3,)), D((2,))])], ALL,
          adapt=lambda lib: (lambda a, b: lib.meshgrid(a, b))),
@@ -235,8 +239,7 @@ NUMPY_CALLS = [
         lambda: lib.triu_indices(3, m=4)), **STATIC),
     # products
     call("numpy", fnp, "dot", [("matrices", [D((3, 4)), T(4, 5)]), ("vectors", [D((4,)), D((4,))]),
-                               ("matrix vector", [D((3, 4)), D((4,))])], NUM, "acc" if False
-         else "same", scale="abs", tol=16),
+                               ("matrix vector", [D((3, 4)), D((4,))])], NUM, scale="abs", tol=16),
     call("numpy", fnp, "matmul", [("batched", [D((2, 3, 4)), D((4, 5))]),
                                   ("transposed", [T(3, 4), T(4, 5)]),
                                   ("vector", [D((4,)), D((2, 4, 3))]),
@@ -250,7 +253,7 @@ NUMPY_CALLS = [
          tol=16, kw=dict(axes=([0, 2], [1, 0])), label="axes pairs"),
     call("numpy", fnp, "einsum", [("three", [D((2, 3)), D((3, 4)), D((4,))])], NUM,
          scale="abs", tol=16, adapt=lambda lib: (lambda a, b, c: lib.einsum("ij,jk,k->i", a, b, c))),
-    call("numpy", fnp, "einsum", [("trace", [D((3, 3))])], NUM, "acc", scale="abs", tol=16,
+    call("numpy", fnp, "einsum", [("trace", [D((3, 3))])], NUM, scale="abs", tol=16,
          label="trace", adapt=lambda lib: (lambda a: lib.einsum("ii", a))),
     call("numpy", fnp, "dot_general", [("batched", [D((2, 3, 4)), D((2, 4, 5))])], NUM,
          scale="abs", tol=16, ref=lambda a, b: np.matmul(a, b),
@@ -401,6 +404,9 @@ LAX_CALLS = [
          ref=lambda x: _lax_pad_ref(x, 0, [(1, -1, 1), (0, 2, 0)])),
     call("lax", flax, "iota", [("none", [])], (I32,), I32, adapt=lambda lib: (
         lambda: lib.iota(np.int32, 5)), ref=lambda: np.arange(5, dtype=np.int32), **STATIC),
+    call("lax", flax, "broadcasted_iota", [("none", [])], (I32,), I32, adapt=lambda lib: (
+        lambda: lib.broadcasted_iota(np.int32, (2, 3), 1)),
+        ref=lambda: np.broadcast_to(np.arange(3, dtype=np.int32), (2, 3)), **STATIC),
     call("lax", flax, "select", [("mask", [MASK, D((3, 4)), D((3, 4))])], ALL,
          ref=lambda c, a, b: np.where(c, a, b), batched=(0, 1, 2)),
     call("lax", flax, "clamp", [("scalars", [fixed(np.float32(-1)), D((3, 4)), fixed(np.float32(1))])],

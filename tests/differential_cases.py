@@ -401,11 +401,24 @@ def _lax_round(x):
     return np.copysign(np.floor(np.abs(x) + 0.5), x)
 
 
+def _c_quotient(a, b):
+    """C's integer division of Python ints: toward zero; x / 0 is -1 (XLA, JAX)."""
+    if b == 0:
+        return -1
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
 def _trunc_div(x, y):
-    """lax.div: C division, rounding toward zero, for integers too."""
+    """lax.div: C division, rounding toward zero, for integers too (computed in Python
+    ints, wrapped to the dtype: iinfo.min / -1 is iinfo.min)."""
     if np.asarray(x).dtype.kind in "iu":
-        q = np.abs(x) // np.where(y == 0, 1, np.abs(y))
-        return np.where(y == 0, -1, np.sign(x) * np.sign(y) * q).astype(np.result_type(x, y))
+        dtype = np.result_type(x, y)
+        q = np.frompyfunc(lambda a, b: _c_quotient(int(a), int(b)), 2, 1)(x, y)
+        bits = 8 * dtype.itemsize
+        low = -(2 ** (bits - 1)) if dtype.kind == "i" else 0
+        wrapped = [(int(v) - low) % 2 ** bits + low for v in np.ravel(q)]
+        return np.array(wrapped, dtype).reshape(np.shape(q))
     return np.divide(x, y)
 
 

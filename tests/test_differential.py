@@ -86,58 +86,14 @@ FOCUSED = {
 }
 
 # Defects being fixed (details and repros: the session's diff_failures.md). Owner first.
-INT_ACCUMULATE = "H4: sum/prod/cumsum/cumprod of bool/int32 give int64; JAX's lattice: int32"
-INDEX_DTYPE = "H4: argmax/argmin/count_nonzero give int64; the rule: the default int (int32)"
-MEDIAN_DTYPE = "H4: median of bool/int is float64; the rule: the default float (float32)"
-HEAVISIDE_DTYPE = "H4: heaviside of bool/int keeps the input dtype; JAX: the default float"
-INT_THROUGH_FLOAT = "H3: integer power and lax.div go through floating point (dtype, values)"
-MEDIAN_EMPTY = "UNOWNED: median of an empty axis raises ValueError; numpy and JAX give NaN"
-HEAVISIDE_NAN = "UNOWNED: heaviside(nan, h0) gives h0; numpy gives nan"
-CBRT = "UNOWNED: cbrt(-0.0) is 0.0 (numpy -0.0); cbrt of large values is 8+ ulps off"
-HYPOT = "UNOWNED: hypot overflows for large finite values; hypot(inf, nan) is nan (numpy inf)"
-LAX_ROUND = "UNOWNED: lax.round rounds halves to even; JAX's lax.round: away from zero"
-SIGN_ZERO = "UNOWNED: compiled sign(-0.0) is -0.0; numpy (and the first call) give 0.0"
 INT64_MEAN_JIT = ("H1: compiled mean/average of int64 extremes is wrong (-1.0417 vs numpy "
                   "-2.5417): the fused loop accumulates in int64 and wraps; numpy in float64")
-LAX_IOTA = "UNOWNED: lax.iota(dtype, shape, dimension) is JAX's broadcasted_iota; iota(dtype, 5) fails"
 
 # (function or case id, dtypes ("*" or names), modes) -> reason. Strict xfail: the day a
 # defect is fixed its entries fail until they are removed here.
 KNOWN_FAILURES = {
-    ("numpy.sum", "bool int32", "eager jit jax"): INT_ACCUMULATE,
-    ("numpy.prod", "bool int32", "eager jit jax"): INT_ACCUMULATE,
-    ("numpy.cumsum", "bool int32", "eager jit jax"): INT_ACCUMULATE,
-    ("numpy.cumprod", "bool int32", "eager jit jax"): INT_ACCUMULATE,
     ("numpy.mean[axis=None]", "int64", "jit"): INT64_MEAN_JIT,
     ("numpy.average[axis=None]", "int64", "jit"): INT64_MEAN_JIT,
-    ("numpy.argmax", "*", "eager jit jax"): INDEX_DTYPE,
-    ("numpy.argmin", "*", "eager jit jax"): INDEX_DTYPE,
-    ("numpy.count_nonzero", "*", "eager jit jax"): INDEX_DTYPE,
-    ("numpy.median", "bool int32 int64", "eager jit jax"): MEDIAN_DTYPE,
-    ("numpy.median[axis=None]", "float16 float32 float64", "eager"): MEDIAN_EMPTY,
-    ("numpy.median[axis=0 keepdims]", "float16 float32 float64", "eager"): MEDIAN_EMPTY,
-    ("numpy.heaviside", "bool int32 int64", "eager jit jax"): HEAVISIDE_DTYPE,
-    ("numpy.heaviside", "float16 float32 float64", "eager jit"): HEAVISIDE_NAN,
-    ("numpy.power", "int32 int64", "eager jit jax"): INT_THROUGH_FLOAT,
-    ("lax.div", "int32 int64", "eager jit jax"): INT_THROUGH_FLOAT,
-    ("numpy.cbrt", "float16 float32 float64", "eager jit"): CBRT,
-    ("numpy.hypot", "float16 float32 float64", "eager jit"): HYPOT,
-    ("lax.round", "float16 float32 float64", "eager jit"): LAX_ROUND,
-    ("numpy.sign", "float16 float32 float64", "jit"): SIGN_ZERO,
-    ("random.categorical", "*", "random"): INDEX_DTYPE,
-    ("numpy.argsort", "*", "eager jit jax"): INDEX_DTYPE,
-    ("numpy.lexsort", "*", "eager jit jax"): INDEX_DTYPE,
-    ("numpy.nonzero", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.argwhere", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.flatnonzero", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.diag_indices", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.diag_indices_from", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.tril_indices", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.triu_indices", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.ix_", "*", "eager jax"): INDEX_DTYPE,
-    ("numpy.trace", "bool int32", "eager jit jax"): INT_ACCUMULATE,
-    ("lax.iota", "*", "eager jax"): LAX_IOTA,
-    ("lax.sign", "float16 float32 float64", "jit"): SIGN_ZERO,
 }
 
 # --------------------------------------------------------------------------- bookkeeping
@@ -232,8 +188,8 @@ def rule_dtype(out, args, data=()):
         return base
     if out == "float":
         return base if base.kind == "f" else default("f", False)
-    if out == "acc":        # sums and products: bool counts as the default integer
-        return default("i", False) if base == BOOL else base
+    if out == "acc":        # sums and products of bools and integers: 64 bits, as numpy
+        return I64 if base.kind in "bi" else np.dtype(np.uint64) if base.kind == "u" else base
     if out == "bool":
         return BOOL
     if out == "index":
@@ -288,8 +244,10 @@ _expected = {}
 
 def expected_dtypes(case, inputs):
     """The result dtype of each output leaf: from JAX (x64, narrowed) when installed,
-    else None (the case's rule decides). Index results are always the default int."""
-    if J is None or case.jax is None or case.out == "index" or isinstance(case.out, np.dtype):
+    else None (the case's rule decides). Index results are always the default int, and
+    sums and products of integers 64-bit (fnad's documented difference from JAX)."""
+    if J is None or case.jax is None or case.out in ("index", "acc") or \
+            isinstance(case.out, np.dtype):
         return None
     key = (case.id,) + tuple(a.dtype.str if isinstance(a, np.ndarray) else type(a)
                              for a in inputs.args)
@@ -337,8 +295,9 @@ def reference(case, args, result_dtype=F64):
 
 def tolerance_scale(case, args, ref_leaves):
     if case.scale == "abs":         # sums: error bound relative to sum(|x|)
-        absolute = tuple(np.abs(a) if isinstance(a, np.ndarray) and a.dtype.kind in "fi"
-                         else a for a in args)
+        # in float64: |iinfo(int64).min| does not fit int64 (np.abs keeps it negative)
+        absolute = tuple(np.abs(a.astype(np.float64)) if isinstance(a, np.ndarray)
+                         and a.dtype.kind in "fi" else a for a in args)
         return [np.abs(np.asarray(r, np.float64)) for r in reference(case, absolute)]
     return [np.abs(np.asarray(r, np.float64)) for r in ref_leaves]
 
@@ -672,6 +631,8 @@ def _check_against_jax(case, dtype):
                     wd = case.out           # asked for explicitly: nothing to narrow
                 elif case.out == "index" and x64:
                     wd = np.dtype(np.int32)
+                elif case.out == "acc":     # 64-bit integer sums: docs/dtypes.md
+                    wd = rule_dtype(case.out, args, case.data_args)
                 label = f"{case.id} vs JAX (x64={x64}) on {inputs.label}, output {k}"
                 assert g.dtype == wd, f"{label}: dtype {g.dtype}, JAX {wd}"
                 # numpy, not JAX, is the reference for -0.0 and the last ulps

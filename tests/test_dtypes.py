@@ -63,14 +63,17 @@ def _ones(dtype, n=3):
 # every function named in a row is run, and they must agree.
 FAMILIES = [
     ("exp, sin, sqrt, x / y", [fnp.exp, fnp.sin, fnp.sqrt, lambda x: x / x]),
-    ("mean, var, std", [fnp.mean, fnp.var, fnp.std]),
+    ("cbrt, hypot, heaviside", [fnp.cbrt, lambda x: fnp.hypot(x, x),
+                                lambda x: fnp.heaviside(x, x)]),
+    ("mean, var, std, median", [fnp.mean, fnp.var, fnp.std, fnp.median]),
     ("x * 2", [lambda x: x * 2]),
     ("x * 2.5", [lambda x: x * 2.5]),
-    ("sum, prod, cumsum", [fnp.sum, fnp.prod, fnp.cumsum]),
+    ("sum, prod, cumsum, cumprod", [fnp.sum, fnp.prod, fnp.cumsum, fnp.cumprod]),
     ("max, min, x * x", [fnp.max, fnp.min, lambda x: x * x]),
     ("x // y, x % y", [lambda x: x // x, lambda x: x % x]),
     ("x == y, x < y", [lambda x: x == x, lambda x: x < x]),
-    ("argmax, argmin", [fnp.argmax, fnp.argmin]),
+    ("argmax, argsort, count_nonzero", [fnp.argmax, fnp.argmin, fnp.argsort,
+                                        fnp.count_nonzero, lambda x: fnp.nonzero(x)[0]]),
 ]
 
 CREATION = [
@@ -211,11 +214,13 @@ def _jax_value(jnp, dtype):
 # The rows where fnad is JAX (the others differ on purpose: see docs/dtypes.md).
 JAX_FAMILIES = {
     "exp, sin, sqrt, x / y": lambda jnp, x: jnp.exp(x),
-    "mean, var, std": lambda jnp, x: jnp.mean(x),
+    "cbrt, hypot, heaviside": lambda jnp, x: jnp.heaviside(x, x),
+    "mean, var, std, median": lambda jnp, x: jnp.median(x),
     "x * 2": lambda jnp, x: x * 2,
     "x * 2.5": lambda jnp, x: x * 2.5,
     "max, min, x * x": lambda jnp, x: jnp.max(x),
     "x == y, x < y": lambda jnp, x: x == x,
+    "argmax, argsort, count_nonzero": lambda jnp, x: jnp.argsort(x),
 }
 
 

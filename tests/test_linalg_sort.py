@@ -212,7 +212,7 @@ def test_sort_and_argsort_with_ties(axis, dtype):
     np.testing.assert_array_equal(jnp.sort(x, axis), np.sort(x, axis))
     np.testing.assert_array_equal(jnp.argsort(x, axis), np.argsort(x, axis, stable=True))
     assert jnp.sort(x, axis).dtype == dtype
-    assert jnp.argsort(x, axis).dtype == np.int64
+    assert jnp.argsort(x, axis).dtype == np.int32      # the default int, as in JAX
     expected = np.flip(np.sort(x, axis), axis) if axis is not None else np.sort(x, None)[::-1]
     np.testing.assert_array_equal(jnp.sort(x, axis, descending=True), expected)
 

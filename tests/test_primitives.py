@@ -214,8 +214,17 @@ TABLE = {
     "sign": unary(np.sign, lambda *s: signed(0.1, 2, *s)),
     "floor": unary(np.floor, lambda *s: away_from_integers(-3, 3, *s)),
     "ceil": unary(np.ceil, lambda *s: away_from_integers(-3, 3, *s)),
-    # Away from the halves, where rounding jumps.
-    "round": unary(np.round, lambda *s: away_from_integers(-3, 3, *s, frac=(0.1, 0.4))),
+    # Away from the halves, where rounding jumps; exactly on them in the "halves" cases.
+    "round": Entry(lambda x, rounding_method: np.round(x), [
+        Case(args_of(away_from_integers(-3, 3, *s, frac=(0.1, 0.4))),
+             dict(rounding_method=m), label=f"{s}method{m}") for s in UNARY_SHAPES
+        for m in (0, 1)] + [
+        Case(lambda rng: (np.array([0.5, -0.5, 1.5, -2.5, 2.5, -0.0]),),
+             dict(rounding_method=0), label="halves away", grad="none",
+             ref=lambda x, rounding_method: np.copysign(np.floor(np.abs(x) + 0.5), x)),
+        Case(lambda rng: (np.array([0.5, -0.5, 1.5, -2.5, 2.5, -0.0]),),
+             dict(rounding_method=1), label="halves to even", grad="none")]),
+    "cbrt": unary(np.cbrt, lambda *s: signed(0.3, 2, *s)),
     "not": Entry(np.invert, [Case(args_of(int32s(3, 4)), label="int32"),
                              Case(args_of(bools(3, 4)), label="bool")],
                  grad="none", float32=False),
@@ -233,6 +242,16 @@ TABLE = {
     "mul": binary(np.multiply),
     "div": binary(np.divide, normal, lambda *s: signed(0.5, 2, *s)),
     "pow": binary(np.power, lambda *s: uniform(0.3, 2, *s)),
+    "hypot": binary(np.hypot, lambda *s: signed(0.3, 2, *s)),
+    "integer_power": Entry(np.power, [
+        Case(args_of(int32s(*s), lambda rng, t=t: rng.integers(0, 9, t).astype(np.int32)),
+             label=f"int{s}x{t}") for s, t in BINARY_SHAPES], grad="none", float32=False),
+    # C's division: toward zero (both signs of both operands, no zero divisor here)
+    "integer_div": Entry(lambda x, y: (np.abs(x) // np.abs(y) * np.sign(x) * np.sign(y)
+                                       ).astype(x.dtype), [
+        Case(args_of(int32s(*s), lambda rng, t=t: (rng.integers(1, 5, t) * rng.choice(
+            [-1, 1], t)).astype(np.int32)), label=f"int{s}x{t}") for s, t in BINARY_SHAPES],
+        grad="none", float32=False),
     "max": binary(np.maximum),
     "min": binary(np.minimum),
     "atan2": binary(np.arctan2, lambda *s: signed(0.3, 2, *s)),

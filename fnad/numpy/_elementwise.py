@@ -102,9 +102,9 @@ def round(x, decimals=0):  # noqa: A001 (numpy's name)
     if x.dtype.kind in "biu":
         return x
     if decimals == 0:
-        return E.round_p.bind(x)
+        return E.round_p.bind(x, rounding_method=E.TO_NEAREST_EVEN)
     scale = 10.0 ** decimals
-    return E.round_p.bind(x * scale) / scale
+    return E.round_p.bind(x * scale, rounding_method=E.TO_NEAREST_EVEN) / scale
 
 
 around = round
@@ -126,9 +126,19 @@ def power(x, y):
         if x.dtype.kind == "f" or y >= 0:
             return E.integer_pow_p.bind(x, y=int(y))
     x, y = promote(x, y)
+    if x.dtype.kind in "iu":        # exact integer arithmetic, as numpy
+        _refuse_negative_powers(y)
+        return E.integer_power_p.bind(x, y)
     if x.dtype.kind != "f":
         x, y = promote_inexact(x, y)
     return E.pow_p.bind(x, y)
+
+
+def _refuse_negative_powers(y):
+    """numpy's error for an integer to a negative integer power, where the exponent is
+    known; a traced one (jit, vmap) gives integer_power's truncated value, as in JAX."""
+    if not isinstance(y, Tracer) and np.any(np.asarray(y) < 0):
+        raise ValueError("Integers to negative integer powers are not allowed.")
 
 
 def square(x):
@@ -146,7 +156,7 @@ def rsqrt(x):
 
 def cbrt(x):
     x, = promote_inexact(x)
-    return sign(x) * abs(x) ** (1.0 / 3.0)
+    return E.cbrt_p.bind(x)
 
 
 def exp2(x):
@@ -254,13 +264,15 @@ radians, degrees = deg2rad, rad2deg
 
 def hypot(x, y):
     x, y = promote_inexact(x, y)
-    return sqrt(x * x + y * y)
+    return E.hypot_p.bind(x, y)
 
 
 def heaviside(x, h0):
-    x, h0 = promote(x, h0)
+    """0 below zero, 1 above, h0 at zero, NaN at NaN; bools and integers give the float
+    they compute in (JAX's rule)."""
+    x, h0 = promote_inexact(x, h0)
     zero, one = np.zeros((), x.dtype), np.ones((), x.dtype)
-    return where(x < 0, zero, where(x > 0, one, h0))
+    return where(x < 0, zero, where(x > 0, one, where(x == 0, h0, x)))
 
 
 def signbit(x):

@@ -20,6 +20,7 @@ import operator
 
 import numpy as np
 
+from .. import dtypes
 from ..array import Array
 from ..core import Tracer
 from ..errors import ConcretizationError, DTypeError, ShapeError
@@ -561,13 +562,19 @@ def _padded(coords, size, fill_value):
     return out
 
 
+def _indices(coords, size):
+    """Index arrays into `size` positions, in the index dtype (docs/dtypes.md)."""
+    dtype = dtypes.index_dtype(size)
+    return [np.asarray(c).astype(dtype) for c in coords]
+
+
 def nonzero(a, *, size=None, fill_value=None):
     """The indices of the nonzero entries, one array per axis (needs a concrete a)."""
     value = _concrete_or_raise(a, "nonzero")
     if value.ndim == 0:
         raise ValueError("nonzero of a 0-d array is not supported; use atleast_1d first")
     coords = _padded(list(np.nonzero(value)), size, fill_value)
-    return tuple(Array(c.astype(np.int64)) for c in coords)
+    return tuple(Array(c) for c in _indices(coords, max(value.shape)))
 
 
 def flatnonzero(a, *, size=None, fill_value=None):
@@ -577,12 +584,12 @@ def flatnonzero(a, *, size=None, fill_value=None):
 
 def argwhere(a, *, size=None, fill_value=None):
     value = np.atleast_1d(_concrete_or_raise(a, "argwhere"))
-    coords = _padded(list(np.nonzero(value)), size, fill_value)
-    return Array(np.stack(coords, -1).astype(np.int64).reshape(-1, value.ndim))
+    coords = _indices(_padded(list(np.nonzero(value)), size, fill_value), max(value.shape))
+    return Array(np.stack(coords, -1).reshape(-1, value.ndim))
 
 
 def diag_indices(n, ndim=2):
-    return (Array(np.arange(n, dtype=np.int64)),) * ndim
+    return (Array(np.arange(n, dtype=dtypes.index_dtype(n))),) * ndim
 
 
 def diag_indices_from(arr):
@@ -594,11 +601,11 @@ def diag_indices_from(arr):
 
 
 def tril_indices(n, k=0, m=None):
-    return tuple(Array(c.astype(np.int64)) for c in np.tril_indices(n, k, m))
+    return tuple(Array(c) for c in _indices(np.tril_indices(n, k, m), max(n, m or 0)))
 
 
 def triu_indices(n, k=0, m=None):
-    return tuple(Array(c.astype(np.int64)) for c in np.triu_indices(n, k, m))
+    return tuple(Array(c) for c in _indices(np.triu_indices(n, k, m), max(n, m or 0)))
 
 
 def _triangle(m, keep, name):
@@ -621,5 +628,11 @@ def triu(m, k=0):
 
 
 def ix_(*args):
-    return tuple(Array(a) for a in np.ix_(*(_concrete_or_raise(x, "ix_") if isinstance(
-        x, Tracer) else np.asarray(x) for x in args)))
+    """An open mesh of the 1-d index arrays in args. Integer arrays keep their dtype (as
+    in numpy and JAX); boolean masks become the positions of their True entries, and
+    empty arrays empty index arrays, in the index dtype."""
+    values = [_concrete_or_raise(x, "ix_") if isinstance(x, Tracer) else np.asarray(x)
+              for x in args]
+    values = [_indices(np.nonzero(v), v.size)[0] if v.dtype == np.bool_ and v.ndim == 1 else
+              v.astype(dtypes.index_dtype(0)) if v.size == 0 else v for v in values]
+    return tuple(Array(a) for a in np.ix_(*values))

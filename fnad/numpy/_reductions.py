@@ -1,6 +1,7 @@
 """numpy's reductions and scans over the reduction primitives."""
 import numpy as np
 
+from .. import dtypes
 from ..array import Array
 from ..primitives import reduce as R
 from ..primitives import shape as S
@@ -8,7 +9,8 @@ from ._core import as_operand, astype, normalize_axes, normalize_axis, promote_i
 
 
 def _sum_dtype(dtype):
-    """numpy accumulates small integers and bools in the platform integer."""
+    """Bools and small integers accumulate in 64 bits, as in numpy (and JAX with x64):
+    a sum or product never wraps around silently (docs/dtypes.md)."""
     if dtype.kind == "b" or (dtype.kind == "i" and dtype.itemsize < 8):
         return np.dtype(np.int64)
     if dtype.kind == "u" and dtype.itemsize < 8:
@@ -110,10 +112,10 @@ def _arg_reduction(prim, a, axis, keepdims):
     a = as_operand(a)
     if axis is None:
         flat = S.reshape(a, (a.size,))
-        out = prim.bind(flat, axis=0, index_dtype=np.dtype(np.int64))
+        out = prim.bind(flat, axis=0, index_dtype=dtypes.index_dtype(a.size))
         return S.reshape(out, (1,) * a.ndim) if keepdims else out
     axis = normalize_axis(axis, a.ndim)
-    out = prim.bind(a, axis=axis, index_dtype=np.dtype(np.int64))
+    out = prim.bind(a, axis=axis, index_dtype=dtypes.index_dtype(a.shape[axis]))
     return S.reshape(out, R.keepdims_shape(a.shape, (axis,))) if keepdims else out
 
 
@@ -152,4 +154,6 @@ def average(a, axis=None, weights=None):
 
 
 def count_nonzero(a, axis=None, keepdims=False):
-    return sum(as_operand(a) != 0, axis, keepdims=keepdims)
+    a = as_operand(a)
+    n = _count(a.shape, normalize_axes(axis, a.ndim))
+    return sum(a != 0, axis, dtype=dtypes.index_dtype(n), keepdims=keepdims)

@@ -3,9 +3,10 @@ numpy compatibility and ignored. partition and argpartition sort fully, which
 satisfies their contract."""
 import numpy as np
 
+from .. import dtypes
 from ..primitives import sort as P
 from ..primitives import shape as S
-from ._core import as_operand, normalize_axis
+from ._core import as_operand, normalize_axis, promote_inexact
 from ._shapes import transpose, reshape, take_range
 from . import _elementwise as E, _reductions as R
 
@@ -31,15 +32,16 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
 
 
 def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
-    """The indices (int64) that sort a along axis; ties keep their order, also when
-    descending."""
+    """The indices (the index dtype: docs/dtypes.md) that sort a along axis; ties keep
+    their order, also when descending."""
     a, axis = _prepared("argsort", a, axis, order)
+    n = a.shape[axis]
+    index_dtype = dtypes.index_dtype(n)
     if not descending:
-        return P.argsort(a, axis)
+        return P.argsort(a, axis, index_dtype)
     # Stable descending: ascending sort of the reversed array, read backwards, with
     # positions mapped back through the reversal.
-    n = a.shape[axis]
-    flipped = P.argsort(S.rev(a, (axis,)), axis)
+    flipped = P.argsort(S.rev(a, (axis,)), axis, index_dtype)
     return (n - 1) - S.rev(flipped, (axis,))
 
 
@@ -53,7 +55,7 @@ def lexsort(keys, axis=-1):
     if ndim == 0:
         raise ValueError("lexsort: keys must be at least 1-d")
     axis = normalize_axis(axis, ndim)
-    iota = S.iota(np.int64, keys[0].shape, axis)
+    iota = S.iota(dtypes.index_dtype(keys[0].shape[axis]), keys[0].shape, axis)
     return P.sort_multi(keys[::-1] + [iota], axis, num_keys=len(keys))[-1]
 
 
@@ -67,10 +69,9 @@ def argpartition(a, kth, axis=-1):
 
 def median(a, axis=None, keepdims=False):
     """The middle of the sorted values (the mean of the two middle ones for an even
-    count); NaN where the values include a NaN, as in numpy."""
-    a = as_operand(a)
-    if a.dtype.kind != "f":
-        a = a.astype(np.float64)
+    count); NaN where the values include a NaN, or where there are none, as in numpy.
+    Bools and integers give the float they compute in, as mean does."""
+    a, = promote_inexact(a)
     if axis is None:
         out = median(reshape(a, (a.size,)), 0)
         return reshape(out, (1,) * a.ndim) if keepdims else out
@@ -87,7 +88,8 @@ def median(a, axis=None, keepdims=False):
     axis = normalize_axis(axis, a.ndim)
     n = a.shape[axis]
     if n == 0:
-        raise ValueError(f"median of an empty axis (shape {tuple(a.shape)}, axis {axis})")
+        # the sum of nothing is 0 (right shape and dtype, no warning); plus NaN is NaN
+        return R.sum(a, axis, keepdims=keepdims) + np.asarray(np.nan, a.dtype)
     ordered = P.sort_multi([a], axis)[0]
     middle = take_range(ordered, (n - 1) // 2, n // 2 + 1, axis)
     out = R.mean(middle, axis=axis, keepdims=keepdims)

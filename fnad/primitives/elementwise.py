@@ -78,11 +78,36 @@ logistic_p = unary("logistic", kernels.logistic, lambda x, y: y * (1 - y),
 erf_p = unary("erf", kernels.erf, lambda x, y: (2 / math.sqrt(math.pi)) * exp_p.bind(-x * x),
               "math.erf({0})")
 abs_p = unary("abs", np.abs, lambda x, y: sign_p.bind(x), "np.abs({0})", kinds=NUMERIC)
-sign_p = unary("sign", np.sign, None, "np.sign({0})", kinds=NUMERIC)
+# sign(-0.0) is +0.0 in numpy; Numba's np.sign keeps the sign of the zero (the helper).
+sign_p = unary("sign", np.sign, None, "kernels.sign_scalar({0})", kinds=NUMERIC)
 floor_p = unary("floor", np.floor, None, "np.floor({0})")
 ceil_p = unary("ceil", np.ceil, None, "np.ceil({0})")
-# numpy's rounding: halves to even.
-round_p = unary("round", np.round, None, "np.round({0})")
+# cbrt'(x) = 1 / (3 cbrt(x)^2). Numba's np.cbrt is a power of 1/3 (several ulps off near
+# the largest floats, and cbrt(-0.0) = 0.0): the helper is numpy's to half an ulp.
+cbrt_p = unary("cbrt", kernels.cbrt, lambda x, y: 1 / (3 * y * y), "kernels.cbrt_scalar({0})")
+
+
+# lax.round's rounding_method: JAX's lax.RoundingMethod values.
+AWAY_FROM_ZERO, TO_NEAREST_EVEN = 0, 1
+
+
+def _round_shape(x, rounding_method):
+    if x.dtype.kind != "f":
+        raise DTypeError(f"round does not accept dtype {x.dtype} (operand {x})")
+    if rounding_method not in (AWAY_FROM_ZERO, TO_NEAREST_EVEN):
+        raise ValueError(f"round: rounding_method must be AWAY_FROM_ZERO (0) or "
+                         f"TO_NEAREST_EVEN (1), got {rounding_method!r}")
+    return ShapedArray(x.shape, x.dtype)
+
+
+# Halves away from zero (C's round, lax.round's default) or to even (numpy's round).
+round_p = Primitive(
+    "round", abstract_eval=_round_shape,
+    impl=lambda x, rounding_method: (np.round(x) if rounding_method == TO_NEAREST_EVEN
+                                     else kernels.round_away(x)),
+    jvp=lambda primals, tangents, **params: (round_p.bind(*primals, **params), None),
+    vjp=lambda g, out, x, **params: (None,),
+    scalar="kernels.round_scalar({0}, {rounding_method})")
 not_p = unary("not", np.invert, None, "(~{0})", kinds=INTEGRAL)
 is_finite_p = Primitive(
     "is_finite",
@@ -184,6 +209,19 @@ pow_p = binary("pow", np.power,
                lambda x, y, o: select_p.bind(x == 0, 0 * o, o * log_p.bind(
                    select_p.bind(x == 0, 1 + 0 * x, x))),
                "({0} ** {1})", kinds=FLOAT)
+# Integer arithmetic that numpy and JAX keep exact (no derivative: integers are
+# constants to differentiation). integer_power is x ** y, wrapping around like numpy's;
+# a negative exponent gives the real power truncated toward zero (numpy raises, and so
+# does fnad.numpy.power for a concrete one; this is what JAX gives under jit).
+# integer_div is lax.div: C's division, toward zero, x / 0 all bits set, as XLA.
+integer_power_p = binary("integer_power", kernels.integer_power, None, None,
+                         "kernels.integer_power_scalar({0}, {1})", kinds="iu")
+integer_div_p = binary("integer_div", kernels.truncate_divide, None, None,
+                       "kernels.truncate_divide_scalar({0}, {1})", kinds="iu")
+# hypot'(x, y) = (x, y) / hypot: the library's hypot never overflows in x*x + y*y, and
+# hypot(inf, nan) is inf, as numpy's.
+hypot_p = binary("hypot", np.hypot, lambda x, y, o: x / o, lambda x, y, o: y / o,
+                 "math.hypot({0}, {1})", kinds=FLOAT)
 # Ties split the derivative evenly, so max(x, x) has derivative 1 in x. NaN in either
 # operand gives NaN, as in numpy (the kernels' helpers, not Python's max).
 max_p = binary("max", np.maximum,
@@ -327,7 +365,7 @@ stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds="biuf")
 
 
 # Every primitive above is elementwise with numpy broadcasting: one vmap rule fits all.
-for _prim in (is_finite_p, integer_pow_p, select_p, clamp_p, convert_element_type_p):
+for _prim in (is_finite_p, integer_pow_p, round_p, select_p, clamp_p, convert_element_type_p):
     _prim.batch = batch_elementwise(_prim)
 
 # Algebra the jit optimizer removes: adding zero, multiplying or dividing by one.
