@@ -362,6 +362,9 @@ def check_same_dtype(prim_name, avals):
 def broadcast_shapes(prim_name, *shapes):
     # numpy's rule, written out: np.broadcast_shapes takes at most 32 dimensions, and
     # arrays may have 64.
+    shapes = [tuple(s) for s in shapes]
+    if len(set(shapes)) == 1:
+        return shapes[0]
     rank = max(map(len, shapes), default=0)
     out = []
     for sizes in zip(*[(1,) * (rank - len(s)) + tuple(s) for s in shapes]):
