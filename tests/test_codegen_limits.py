@@ -119,6 +119,29 @@ def test_high_rank_grad_and_vmap():
     check(batched, x * 3 + 1)
 
 
+def test_high_rank_scan_runs_as_one_compiled_loop(monkeypatch):
+    import weakref
+    monkeypatch.setattr(fnad.config, "background_compile", False)
+    monkeypatch.setattr(loops, "_loops", weakref.WeakKeyDictionary())
+    x, _ = operands(21)
+    x = x.astype(np.float64)
+
+    def body(c, _):
+        c = fnp.maximum(c * 0.9, -0.5) + 0.01
+        return c, fnp.sum(c * 2)
+    f = fnad.jit(lambda x: fnad.lax.scan(body, x, None, length=5))
+    want_c, want_ys = x, []
+    for _ in range(5):
+        want_c = np.maximum(want_c * 0.9, -0.5) + 0.01
+        want_ys.append(np.sum(want_c * 2))
+    for _ in range(2):
+        c, ys = f(x)
+        np.testing.assert_allclose(np.asarray(c), want_c, rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(ys), want_ys, rtol=1e-12)
+    compiled = [entry.ready for table in loops._loops.values() for entry in table.values()]
+    assert len(compiled) == 1 and all(compiled), compiled
+
+
 # --------------------------------------------------------------------------- sizes
 
 def _run(code):
