@@ -86,15 +86,9 @@ FOCUSED = {
 }
 
 # Defects being fixed (details and repros: the session's diff_failures.md). Owner first.
-INT64_MEAN_JIT = ("H1: compiled mean/average of int64 extremes is wrong (-1.0417 vs numpy "
-                  "-2.5417): the fused loop accumulates in int64 and wraps; numpy in float64")
-
 # (function or case id, dtypes ("*" or names), modes) -> reason. Strict xfail: the day a
 # defect is fixed its entries fail until they are removed here.
-KNOWN_FAILURES = {
-    ("numpy.mean[axis=None]", "int64", "jit"): INT64_MEAN_JIT,
-    ("numpy.average[axis=None]", "int64", "jit"): INT64_MEAN_JIT,
-}
+KNOWN_FAILURES = {}
 
 # --------------------------------------------------------------------------- bookkeeping
 
