@@ -258,7 +258,9 @@ class Jitted:
         # At most config.trace_cache_size traces, the least recently used dropped first;
         # a fast-path entry (its call's trace_key names its trace) goes with its trace.
         self.cache = collections.OrderedDict()  # trace key -> (ClosedProgram, out tree)
-        self.fast = {}          # (shape, dtype) per Array argument -> compiled call
+        # (type, shape, dtype) per Array argument -> compiled call; one table per x64
+        # setting, so the hot path's key needs no flag in it.
+        self.fast_by_x64 = ({}, {})
         self.trace_count = 0
         _live.add(self)
         try:
@@ -314,15 +316,17 @@ class Jitted:
                 self.cache.popitem(last=False)
             except KeyError:        # emptied by another thread meanwhile
                 break
-        if len(self.fast) > size:
-            for key, call in list(self.fast.items()):
-                if call.trace_key not in self.cache:
-                    self.fast.pop(key, None)
+        for fast in self.fast_by_x64:
+            if len(fast) > size:
+                for key, call in list(fast.items()):
+                    if call.trace_key not in self.cache:
+                        fast.pop(key, None)
 
     def clear_cache(self):
         """Forget this function's traces (as JAX's jitted functions do)."""
         self.cache.clear()
-        self.fast.clear()
+        for fast in self.fast_by_x64:
+            fast.clear()
 
     def _cache_size(self):
         return len(self.cache)
@@ -349,10 +353,10 @@ class Jitted:
             # The fast path: Arrays in, nothing to transform. The key is cheap to
             # build and the compiled driver is called directly, without bind.
             try:
-                key = tuple([(type(a), a._value.shape, a._value.dtype) for a in args])
+                key = _fast_key(args)
             except AttributeError:
                 key = None
-            fast = self.fast.get((config.enable_x64, key))
+            fast = self.fast_by_x64[config.enable_x64].get(key)
             if fast is not None:
                 try:
                     self.cache.move_to_end(fast.trace_key)     # (least recently used)
@@ -370,13 +374,12 @@ class Jitted:
                 and all(isinstance(a, Array) for a in args) \
                 and len({a.device for a in args}) <= 1 \
                 and not any(isinstance(c, Tracer) for c in closed.consts):
-            key = (config.enable_x64,
-                   tuple((type(a), a._value.shape, a._value.dtype) for a in args))
+            key = _fast_key(args)
             on_gpu = args and type(args[0]) is CudaArray
             call = (_fast_cuda_call(closed, out_tree, args[0].device) if on_gpu
                     else _fast_call(closed, out_tree))
             call.trace_key = trace_key
-            self.fast[key] = call
+            self.fast_by_x64[config.enable_x64][key] = call
             self._bound()
         return out
 
@@ -388,6 +391,15 @@ class Jitted:
     def trace(self, *args, **kwargs):
         (closed, _), _ = self._stage(args, kwargs)
         return closed
+
+
+def _fast_key(args):
+    """The fast path's key: type, shape and dtype of each Array argument (AttributeError
+    for anything else). One argument, the common case, skips building a list."""
+    if len(args) == 1:
+        a = args[0]
+        return type(a), a._value.shape, a._value.dtype
+    return tuple([(type(a), a._value.shape, a._value.dtype) for a in args])
 
 
 def _fast_call(closed, out_tree):
