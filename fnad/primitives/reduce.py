@@ -65,7 +65,10 @@ def _wide_float(dtype):
     ten million); in float64 by n * 2**-53, far below the one rounding to float32 at
     the end. Every mode uses this accumulator (numpy here, the fused loops, the GPU
     reduction), so they agree to the last bit but for the order of float64 adds."""
-    return np.dtype(np.float64) if dtype in (np.float16, np.float32) else dtype
+    return _WIDER.get(dtype, dtype)
+
+
+_WIDER = {np.dtype(np.float16): np.dtype(np.float64), np.dtype(np.float32): np.dtype(np.float64)}
 
 
 reduce_sum_p = Primitive(

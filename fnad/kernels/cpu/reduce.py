@@ -39,8 +39,12 @@ MIN_ELEMENTS = 2048
 
 def wide_sum(x, axes, acc_dtype):
     """x summed over `axes` in acc_dtype, rounded to x's dtype."""
-    if x.size >= MIN_ELEMENTS and x.dtype == _FLOAT32 and acc_dtype == np.float64 \
-            and axes and x.flags.c_contiguous:
+    if x.size < MIN_ELEMENTS:
+        if len(axes) == x.ndim:
+            # A whole small array (a loss in eager code): numpy's reduce is cheapest
+            # called without an axis tuple.
+            return np.asarray(np.add.reduce(x, axis=None, dtype=acc_dtype), x.dtype)
+    elif x.dtype == _FLOAT32 and acc_dtype == np.float64 and axes and x.flags.c_contiguous:
         axes = tuple(sorted(axes))
         shape = x.shape
         kept = tuple(n for d, n in enumerate(shape) if d not in axes)
