@@ -418,7 +418,7 @@ LAX_CALLS = [
     call("lax", flax, "sort", [("2-d", [D((3, 5))])], ALL, ref=lambda x: np.sort(x, -1),
          specials=specials_2d, signed_zero=False),
     call("lax", flax, "sort_key_val", [("2-d", [D((3, 5)), fixed(np.arange(15).reshape(3, 5))])],
-         ALL, ref=lambda k, v: (np.sort(k, -1, kind="stable"),
+         ALL, (0, 1), ref=lambda k, v: (np.sort(k, -1, kind="stable"),
                                 np.take_along_axis(v, np.argsort(k, -1, kind="stable"), -1)),
          batched=(0,)),
     call("lax", flax, "argsort", [("2-d", [D((3, 5))])], ALL, np.dtype(np.int64),
