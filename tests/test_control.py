@@ -329,14 +329,16 @@ def test_scan_runs_as_one_compiled_loop(monkeypatch, own_matmul):
             ys = ys + fnp.sum(h * h)
         return fnp.sum(h) + total + ys
 
-    for reverse in (False, True):
-        value, grads = fnad.jit(fnad.value_and_grad(rnn), static_argnums=1)((W, U), reverse)
+    step = fnad.jit(fnad.value_and_grad(rnn), static_argnums=1)   # alive to the end, so its
+    for reverse in (False, True):                                   # loops stay cached
+        value, grads = step((W, U), reverse)
         ref_value, ref_grads = fnad.value_and_grad(unrolled)((W, U), reverse)
         np.testing.assert_allclose(float(value), float(ref_value), rtol=1e-12)
         for g, r in zip(grads, ref_grads):
             np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-10, atol=1e-12)
     compiled = [entry.ready for table in loops._loops.values() for entry in table.values()]
     assert compiled and all(compiled), compiled
+    del step
 
 
 def test_while_and_switch_run_as_compiled_functions(monkeypatch):
@@ -351,7 +353,10 @@ def test_while_and_switch_run_as_compiled_functions(monkeypatch):
     def body(c):
         return c[0] + 1, c[1] * 1.5 + fnp.sin(c[1])
 
-    got = fnad.jit(lambda x: fnad.lax.while_loop(lambda c: c[0] < 7, body, (0, x)))(x)
+    # f stays referenced to the end: a loop is cached only while its body Program lives,
+    # and a dropped jitted function frees its programs.
+    f = fnad.jit(lambda x: fnad.lax.while_loop(lambda c: c[0] < 7, body, (0, x)))
+    got = f(x)
     c = (0, np.asarray(x))
     while c[0] < 7:
         c = (c[0] + 1, c[1] * 1.5 + np.sin(c[1]))
@@ -364,3 +369,4 @@ def test_while_and_switch_run_as_compiled_functions(monkeypatch):
         np.testing.assert_allclose(np.asarray(g(i, x)), expected, rtol=1e-12)
     compiled = [entry.ready for table in loops._loops.values() for entry in table.values()]
     assert len(compiled) == 2 and all(compiled), compiled
+    del f
