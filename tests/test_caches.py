@@ -49,6 +49,7 @@ MEMORY_PRELUDE = """
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+@pytest.mark.slow_sweep
 def test_recreated_jitted_lambdas_keep_memory_flat(tmp_path):
     # 20,000 as in the issue: each used to keep its program and driver (~3.5 KiB,
     # ~70 MiB in all) for good.
@@ -71,6 +72,7 @@ def test_recreated_jitted_lambdas_keep_memory_flat(tmp_path):
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+@pytest.mark.slow_sweep
 def test_one_function_at_many_shapes_is_bounded_and_collectable(tmp_path):
     result, _ = _run(MEMORY_PRELUDE + """
     fnad.config.trace_cache_size = 64

@@ -91,6 +91,7 @@ def _wait_until(condition, timeout=60):
         time.sleep(0.001)
 
 
+@pytest.mark.slow_sweep
 def test_sigkill_at_random_moments_of_large_saves(tmp_path):
     # 32 MiB per checkpoint (the probe used 256 MiB) keeps 20 kills to seconds.
     n = 8 * 2 ** 20

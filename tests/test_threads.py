@@ -113,6 +113,7 @@ def _compare(got, want):
     return None
 
 
+@pytest.mark.slow_sweep
 def test_threads_get_what_they_get_alone():
     # 8 threads x 500 iterations, each running all ten workloads in a random order.
     reference = {name: fn() for name, fn in _workload(_shared()).items()}
