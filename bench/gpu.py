@@ -263,7 +263,7 @@ def require_gpu(sim_smoke):
         # Must be decided before numba.cuda is first imported.
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
     import fnad
-    from fnad.kernels.cuda.runtime import simulated
+    from fnad.backends.cuda.runtime import simulated
     if not sim_smoke and simulated():
         sys.exit("bench/gpu.py: NUMBA_ENABLE_CUDASIM=1 is set, so numba.cuda would run "
                  "in its simulator, whose timings say nothing about a GPU. Unset it, or "

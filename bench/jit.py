@@ -461,7 +461,7 @@ def child(kind):
     rep = dict(kind=kind, import_s=t1 - t0, setup_s=t2 - t1, first_s=t3 - t2,
                second_s=t4 - t3, loss=float(value))
     if kind == "fnad":
-        from fnad.kernels.cpu import lowering
+        from fnad.backends.cpu import lowering
         rep["stats"] = dict(getattr(lowering, "stats", {}))
     print("W6RESULT " + json.dumps(rep), flush=True)
 

@@ -1,7 +1,9 @@
 """fnad: functional automatic differentiation and compilation over numpy and Numba."""
 from . import primitives as _primitives  # noqa: F401  (declares every primitive)
-from .array import Array, devices  # noqa: F401
-from .core import ShapedArray  # noqa: F401
+from .array import Array  # noqa: F401
+from .abstract import ShapedArray  # noqa: F401
+from .backend import devices  # noqa: F401
+from . import backends as _backends  # noqa: F401  (registers the cpu and cuda backends)
 from .transforms.jvp import jvp  # noqa: F401
 from .transforms.vjp import vjp, grad, value_and_grad  # noqa: F401
 from .transforms.jacobians import jacfwd, jacrev, hessian  # noqa: F401
@@ -16,7 +18,7 @@ from .errors import (  # noqa: F401
 def device_put(x, device=None):
     """A copy of a pytree of arrays on `device` (default: the cpu); numpy leaves and
     Python scalars become Arrays there."""
-    from .array import device_put as put_one
+    from .backend import device_put as put_one
     return tree_util.tree_map(lambda leaf: put_one(numpy.asarray(leaf), device), x)
 
 
@@ -30,7 +32,7 @@ def block_until_ready(x):
 
 __version__ = "0.1.0"
 
-from .transforms.jit import jit, make_jaxpr  # noqa: E402,F401
+from .staged.jit import jit, make_jaxpr  # noqa: E402,F401
 from .cache import clear_caches  # noqa: E402,F401
 from . import config  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401

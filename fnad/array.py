@@ -2,8 +2,8 @@
 
 An Array owns a numpy buffer that nothing ever writes to: kernels return fresh
 buffers and views of existing ones, and `np.asarray(x)` hands out read-only views.
-A `CudaArray` is an Array whose buffer is a numba.cuda device array; `np.asarray`
-copies it to the host.
+Other backends (fnad/backends) subclass Array for values in their memory, e.g. a
+`CudaArray` holds a numba.cuda device array and `np.asarray` copies it to the host.
 The numpy-style methods and operators (``x + y``, ``x.sum()``, ``x.at[i].set(v)``)
 are attached by `fnad.numpy`, which owns their semantics for Arrays and tracers alike;
 so are numpy's protocols ``__array_ufunc__`` and ``__array_function__``, through which
@@ -11,7 +11,8 @@ so are numpy's protocols ``__array_ufunc__`` and ``__array_function__``, through
 """
 import numpy as np
 
-from .errors import DeviceError, ImmutableArrayError
+from .abstract import ShapedArray
+from .errors import ImmutableArrayError
 
 
 class Device:
@@ -33,41 +34,6 @@ class Device:
 
 
 CPU = Device("cpu")
-_cuda_devices = None
-
-
-def devices(platform=None):
-    """The devices fnad can place arrays on: the cpu, then the GPUs numba.cuda finds
-    (the simulated one under NUMBA_ENABLE_CUDASIM=1). ``devices("cuda")`` is empty
-    where numba.cuda is missing or finds no GPU."""
-    global _cuda_devices
-    if platform not in (None, "cpu", "cuda", "gpu"):
-        raise ValueError(f"unknown platform {platform!r}; expected 'cpu' or 'cuda'")
-    if platform == "cpu":
-        return [CPU]
-    if _cuda_devices is None:
-        from .kernels.cuda.runtime import device_count
-        _cuda_devices = [Device("cuda", i) for i in range(device_count())]
-    return list(_cuda_devices) if platform else [CPU] + _cuda_devices
-
-
-def device_put(x, device=None):
-    """A copy of one array's value on `device`, as an Array. Without a device: on the
-    cpu, uncommitted (free to follow a GPU operand), as in JAX."""
-    committed = device is not None
-    device = CPU if device is None else device
-    if not isinstance(device, Device) or device not in devices(device.platform):
-        raise DeviceError(f"device_put: {device!r} is not one of fnad.devices() "
-                          f"({devices()})")
-    if device.platform == "cpu":
-        out = Array(np.array(x))     # copies from the host or the GPU
-        if committed:
-            out._committed = True
-        return out
-    from .kernels.cuda.runtime import to_device
-    if type(x) is CudaArray and x.device == device:
-        return x
-    return CudaArray(to_device(np.asarray(x), device.id), device)
 
 
 def immutable_error():
@@ -75,6 +41,17 @@ def immutable_error():
         "fnad Arrays are immutable and do not support item assignment; "
         "use x.at[idx].set(value) (or .add, .multiply, .min, .max), which returns "
         "an updated copy")
+
+
+_new_array = object.__new__
+
+
+def wrap(value):
+    """An Array owning numpy `value` (any numpy scalar is made a 0-d array): how
+    kernels' results become Arrays, without Array.__init__'s checks."""
+    a = _new_array(Array)
+    a._value = value if type(value) is np.ndarray else np.asarray(value)
+    return a
 
 
 def weakly_typed(value):
@@ -114,7 +91,6 @@ class Array:
 
     @property
     def aval(self):
-        from .core import ShapedArray
         return ShapedArray(self._value.shape, self._value.dtype)
 
     @property
@@ -146,23 +122,23 @@ class Array:
     def __setitem__(self, idx, value):
         raise immutable_error()
 
-    def _host(self):
+    def host_value(self):
         """The value in host memory (a copy for arrays on a GPU)."""
         return self._value
 
     def __repr__(self):
-        body = np.array2string(self._host(), separator=", ", prefix="Array(")
+        body = np.array2string(self.host_value(), separator=", ", prefix="Array(")
         where = "" if self.device is CPU else f", device={self.device}"
         return f"Array({body}, dtype={self.dtype.name}{where})"
 
     def __str__(self):
-        return str(self._host())
+        return str(self.host_value())
 
     def __format__(self, spec):
         # numpy's rules for a spec: it formats a 0-d value (f"{loss:.4f}") and raises
         # TypeError on other shapes. An empty spec is str(), as for Python's numbers
         # (numpy's 0-d arrays would print a float32 as its float64 digits).
-        return format(self._host(), spec) if spec else str(self)
+        return format(self.host_value(), spec) if spec else str(self)
 
     def __len__(self):
         if not self._value.ndim:
@@ -175,25 +151,25 @@ class Array:
         return (self[i] for i in range(len(self._value)))
 
     def __bool__(self):
-        return bool(self._host())
+        return bool(self.host_value())
 
     def __float__(self):
-        return float(self._host())
+        return float(self.host_value())
 
     def __int__(self):
-        return int(self._host())
+        return int(self.host_value())
 
     def __index__(self):
-        return self._host().__index__()
+        return self.host_value().__index__()
 
     def __complex__(self):
-        return complex(self._host())
+        return complex(self.host_value())
 
     def item(self, *args):
-        return self._host().item(*args)
+        return self.host_value().item(*args)
 
     def tolist(self):
-        return self._host().tolist()
+        return self.host_value().tolist()
 
     def block_until_ready(self):
         """Computation is synchronous on the cpu; kept for JAX compatibility."""
@@ -201,49 +177,6 @@ class Array:
 
     def __reduce__(self):
         # Pickles hold host data: unpickling gives a cpu Array.
-        return (Array, (np.array(self._host()),))
+        return (Array, (np.array(self.host_value()),))
 
     __hash__ = None
-
-
-class CudaArray(Array):
-    """An Array in a GPU's memory. Primitives on CudaArrays run numba.cuda kernels
-    (fnad.kernels.cuda) and return CudaArrays on the same device; anything that needs
-    the value on the host (printing, ``np.asarray``, ``float(x)``) copies it."""
-    __slots__ = ("_device",)
-
-    def __init__(self, value, device):
-        self._value = value
-        self._device = device
-
-    @property
-    def shape(self):
-        return tuple(self._value.shape)    # (the simulator's shapes are not tuples)
-
-    @property
-    def device(self):
-        return self._device
-
-    def devices(self):
-        return {self._device}
-
-    def _host(self):
-        return self._value.copy_to_host()
-
-    def __array__(self, dtype=None, copy=None):
-        value = self._host()
-        return value if dtype is None else value.astype(dtype, copy=False)
-
-    def block_until_ready(self):
-        from .kernels.cuda.runtime import synchronize
-        synchronize()
-        return self
-
-
-def mixed_devices_error(what, operands):
-    """The error for an operation whose operands live on different devices."""
-    placed = ", ".join(f"{getattr(a, 'dtype', '?')}{list(getattr(a, 'shape', ()))} on "
-                       f"{getattr(a, 'device', CPU)}" for a in operands
-                       if isinstance(a, Array))
-    return DeviceError(f"{what}: operands are on different devices ({placed}); move them "
-                       f"to one device with fnad.device_put(x, device) first")

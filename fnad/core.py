@@ -1,4 +1,4 @@
-"""The core: abstract values, primitives, interpreters (traces) and tracers.
+"""The core: primitives, interpreters (traces) and tracers.
 
 Every operation in fnad is a `Primitive`, declared once with all its rules.
 `Primitive.bind` hands the operation to the *current* interpreter. Interpreters
@@ -13,44 +13,10 @@ import contextvars
 
 import numpy as np
 
-from .errors import (DeviceError, EscapedTracerError, ShapeError, DTypeError,
-                     TracerArrayConversionError)
-
-
-class ShapedArray:
-    """An abstract value: what is known of an array while tracing."""
-    __slots__ = ("shape", "dtype")
-
-    def __init__(self, shape, dtype):
-        self.shape = tuple(shape)
-        self.dtype = np.dtype(dtype)
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
-
-    def __eq__(self, other):
-        return (isinstance(other, ShapedArray) and self.shape == other.shape
-                and self.dtype == other.dtype)
-
-    def __hash__(self):
-        return hash((self.shape, self.dtype))
-
-    def __repr__(self):
-        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
-
-    def str_short(self):
-        return repr(self)
-
-
-def get_aval(x):
-    """The abstract value of anything bind accepts."""
-    return ShapedArray(np.shape(x) if not hasattr(x, "shape") else x.shape,
-                       x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype)
+from . import backend
+from .abstract import get_aval
+from .array import Array, immutable_error, wrap
+from .errors import EscapedTracerError, TracerArrayConversionError
 
 
 # --------------------------------------------------------------------------- primitives
@@ -118,27 +84,29 @@ class Primitive:
         Operands are Arrays or raw numpy values (constants). When every operand is
         raw numpy the result stays raw numpy: rules evaluated outside any transform
         then work on numpy values end to end (see VJPTrace). fnad.numpy and fnad.lax
-        always pass at least one Array, so users only ever see Arrays."""
+        always pass at least one Array, so users only ever see Arrays. An operand
+        held by another backend (a GPU array) sends the operation to the registry."""
         # Unrolled for one and two operands: this is the per-op cost of eager mode.
-        try:
-            if len(args) == 2:
-                a, b = args
-                raw = type(a) is not Array and type(b) is not Array
-                values = (a._value if type(a) is Array else _concrete_operand(self, a),
-                          b._value if type(b) is Array else _concrete_operand(self, b))
-            elif len(args) == 1:
-                a, = args
-                raw = type(a) is not Array
-                values = (a._value if type(a) is Array else _concrete_operand(self, a),)
-            else:
-                raw = bool(args) and not any(type(a) is Array for a in args)
-                values = [a._value if type(a) is Array else _concrete_operand(self, a)
-                          for a in args]
-        except OnDevice:
-            values = None
-        if values is None:      # an operand lives on a GPU: the cuda backend runs it
-            from .kernels.cuda import evaluate
-            return evaluate(self, args, params)
+        if len(args) == 2:
+            a, b = args
+            raw = type(a) is not Array and type(b) is not Array
+            va = a._value if type(a) is Array else host_operand(a)
+            vb = b._value if type(b) is Array else host_operand(b)
+            if va is None or vb is None:
+                return self.eval_elsewhere(args, params)
+            values = (va, vb)
+        elif len(args) == 1:
+            a, = args
+            raw = type(a) is not Array
+            va = host_operand(a) if raw else a._value
+            if va is None:
+                return self.eval_elsewhere(args, params)
+            values = (va,)
+        else:
+            raw = bool(args) and not any(type(a) is Array for a in args)
+            values = [a._value if type(a) is Array else host_operand(a) for a in args]
+            if any(v is None for v in values):
+                return self.eval_elsewhere(args, params)
         try:
             out = self.impl(*values, **params)
         except (ValueError, TypeError, IndexError) as err:
@@ -147,18 +115,32 @@ class Primitive:
         if raw:
             return out
         if self.multiple_results:
-            return [_wrap(o) for o in out]
+            return [wrap(o) for o in out]
         result = _new_array(Array)
         result._value = out if type(out) is np.ndarray else np.asarray(out)
         return result
 
-    def run(self, values, params, args):
-        """The cpu kernel on raw values, with the shape rule's error on failure."""
+    def run(self, values, args, params):
+        """The cpu kernel on host values (those of `args`), with the shape rule's
+        error when it fails: what `eval` does inline, for other interpreters' fast
+        paths (VJPTrace.process_concrete)."""
         try:
             return self.impl(*values, **params)
         except (ValueError, TypeError, IndexError) as err:
             self.explain_failure(args, params)
             raise err
+
+    def eval_elsewhere(self, args, params):
+        """eval for operands that are not all host values: a tracer here has escaped
+        its transform; arrays of another backend go to that backend."""
+        for a in args:
+            if isinstance(a, Tracer):
+                raise EscapedTracerError(
+                    f"{self.name} got a value traced by {a._trace.name}, which has "
+                    f"already returned (or is not active here): a traced value escaped "
+                    f"its transform, e.g. through a global, a closure or a side effect. "
+                    f"Return it from the transformed function instead.")
+        return backend.evaluate(self, args, params)
 
     def explain_failure(self, args, params):
         """A kernel raised: re-check with the shape rule, whose error names the operands."""
@@ -166,33 +148,13 @@ class Primitive:
         self.abstract_eval(*avals, **params)
 
 
-class OnDevice(DeviceError):
-    """Raised for an operand whose value is not in host memory: `eval` hands such
-    operations to the cuda backend; elsewhere it is a mixed-device error."""
-
-
-def _concrete_operand(prim, a):
-    if isinstance(a, (np.ndarray, np.generic)):
-        return a
-    if isinstance(a, Array):    # Arrays on the host never get here: a CudaArray
-        raise OnDevice(f"{prim.name}: an operand is on {a.device} and another in host "
-                       f"memory; move them to one device with fnad.device_put first")
-    if isinstance(a, Tracer):
-        raise EscapedTracerError(
-            f"{prim.name} got a value traced by {a._trace.name}, which has already "
-            f"returned (or is not active here): a traced value escaped its transform, "
-            f"e.g. through a global, a closure or a side effect. Return it from the "
-            f"transformed function instead.")
-    raise TypeError(f"{prim.name}: operand of type {type(a).__name__} is not an array")
+def host_operand(a):
+    """A raw numpy operand as it is; None for anything else (no Array reaches here:
+    eval reads plain Arrays' buffers itself)."""
+    return a if isinstance(a, (np.ndarray, np.generic)) else None
 
 
 _new_array = object.__new__
-
-
-def _wrap(value):
-    a = _new_array(Array)
-    a._value = value if type(value) is np.ndarray else np.asarray(value)
-    return a
 
 
 # --------------------------------------------------------------------------- traces
@@ -341,36 +303,6 @@ class Tracer:
         return f"Traced<{self.aval}> by {self._trace.name}"
 
     def __setitem__(self, idx, value):
-        from .array import immutable_error
         raise immutable_error()
 
     __hash__ = None
-
-
-# Array lives in its own module; imported last because it needs the names above.
-from .array import Array  # noqa: E402
-
-
-def check_same_dtype(prim_name, avals):
-    dtypes = {a.dtype for a in avals}
-    if len(dtypes) > 1:
-        raise DTypeError(f"{prim_name} needs operands of one dtype, got "
-                         + ", ".join(f"{a.dtype} {a.shape}" for a in avals))
-    return avals[0].dtype
-
-
-def broadcast_shapes(prim_name, *shapes):
-    # numpy's rule, written out: np.broadcast_shapes takes at most 32 dimensions, and
-    # arrays may have 64.
-    shapes = [tuple(s) for s in shapes]
-    if len(set(shapes)) == 1:
-        return shapes[0]
-    rank = max(map(len, shapes), default=0)
-    out = []
-    for sizes in zip(*[(1,) * (rank - len(s)) + tuple(s) for s in shapes]):
-        other = {n for n in sizes if n != 1}
-        if len(other) > 1:
-            raise ShapeError(f"{prim_name}: shapes " + " and ".join(map(str, shapes))
-                             + " do not broadcast together")
-        out.append(other.pop() if other else 1)
-    return tuple(out)

@@ -23,7 +23,8 @@ import threading
 
 import numpy as np
 
-from .array import Array, CudaArray, device_put
+from .array import CPU, Array
+from .backend import device_put
 from . import dtypes
 from .errors import ShapeError
 from .tree_util import tree_flatten, tree_unflatten
@@ -41,7 +42,8 @@ def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0):
     leaves, treedef = tree_flatten(data)
     arrays = [_as_numpy(leaf, i, treedef) for i, leaf in enumerate(leaves)]
     # Leaves on a GPU are gathered on the host and their batches put back there.
-    places = [leaf.device if isinstance(leaf, CudaArray) else None for leaf in leaves]
+    places = [leaf.device if isinstance(leaf, Array) and leaf.device != CPU else None
+              for leaf in leaves]
     n = _num_examples(arrays, treedef)
     batch_size = _check_count(batch_size, "batches", "batch_size", 1)
     prefetch = _check_count(prefetch, "batches", "prefetch", 0)

@@ -1,16 +1,20 @@
 """The Program IR: a function as a list of equations over typed variables.
 
 A Program is what `jit` stages and what `make_jaxpr` prints: input variables,
-constant variables (arrays captured while tracing), equations (primitive, input
-atoms, output variables, params) and output atoms. An atom is a Var or a Literal
-(a small constant written into the program). `evaluate` runs a Program through
-`bind`, so evaluating it under a transform transforms it.
+equations (primitive, input atoms, output variables, params) and output atoms. An
+atom is a Var or a Literal (a small constant written into the program). Arrays
+captured while staging are leading inputs, whose values a `ClosedProgram` carries.
+`evaluate` runs a Program through `bind`, so evaluating it under a transform
+transforms it.
 """
+import functools
 import itertools
+import weakref
 
 import numpy as np
 
-from .core import ShapedArray
+from .abstract import ShapedArray
+from .cache import register
 
 
 class Var:
@@ -52,10 +56,8 @@ class Equation:
 
 
 class Program:
-    def __init__(self, invars, constvars, consts, eqns, outputs):
+    def __init__(self, invars, eqns, outputs):
         self.invars = list(invars)
-        self.constvars = list(constvars)
-        self.consts = list(consts)          # concrete values of constvars
         self.eqns = list(eqns)
         self.outputs = list(outputs)
 
@@ -70,47 +72,27 @@ class Program:
     def __repr__(self):
         return pretty(self)
 
-    def structure_key(self):
-        """A hashable description of the computation (not of the const values)."""
-        names = {}
 
-        def atom(a):
-            if isinstance(a, Literal):
-                return ("lit",) + a.key()
-            return names.setdefault(a, (len(names), a.aval.shape, a.aval.dtype.str))
+class ClosedProgram:
+    """A Program whose leading inputs take the values `consts` (arrays captured while
+    staging, or values of enclosing transforms)."""
+    __slots__ = ("program", "consts")
 
-        for v in self.constvars + self.invars:
-            atom(v)
-        eqns = tuple((e.prim.name, tuple(atom(a) for a in e.inputs),
-                      tuple(atom(o) for o in e.outputs), _hashable(e.params))
-                     for e in self.eqns)
-        return (tuple(atom(v) for v in self.constvars), tuple(atom(v) for v in self.invars),
-                eqns, tuple(atom(a) for a in self.outputs))
+    def __init__(self, program, consts):
+        self.program = program
+        self.consts = consts
+
+    def __repr__(self):
+        return pretty(self.program, num_consts=len(self.consts))
 
 
-def _hashable(params):
-    out = []
-    for k in sorted(params):
-        v = params[k]
-        if _programs_in(v):
-            v = tuple(p.structure_key() for p in _programs_in(v))
-        try:
-            hash(v)
-        except TypeError:
-            v = ("id", id(v))
-        out.append((k, v))
-    return tuple(out)
-
-
-def evaluate(program, consts, args):
+def evaluate(program, args):
     """Run the program's equations through bind, in whatever interpreter is current."""
     env = {}
 
     def read(a):
         return a.value if isinstance(a, Literal) else env[a]
 
-    for v, x in zip(program.constvars, consts):
-        env[v] = x
     for v, x in zip(program.invars, args):
         env[v] = x
     for eqn in program.eqns:
@@ -121,6 +103,33 @@ def evaluate(program, consts, args):
         else:
             env[eqn.outputs[0]] = out
     return [read(a) for a in program.outputs]
+
+
+def per_program(fn):
+    """Memoize fn(program, *key) for as long as `program` lives: rules that derive a
+    program from another (its jvp, vjp, vmap, ...) do so once per program and key.
+    Programs inside the key are held weakly, so an entry never keeps itself alive."""
+    cache = weakref.WeakKeyDictionary()
+    register(cache.clear)
+
+    @functools.wraps(fn)
+    def cached(program, *key):
+        entries = cache.setdefault(program, {})
+        weak = _weak_key(key)
+        if weak not in entries:
+            # No lock: staging may take long and re-enter this cache. Threads that miss
+            # together both compute; setdefault keeps the first, so all share one entry.
+            entries.setdefault(weak, fn(program, *key))
+        return entries[weak]
+    return cached
+
+
+def _weak_key(key):
+    if isinstance(key, Program):
+        return weakref.ref(key)
+    if isinstance(key, tuple):
+        return tuple(_weak_key(k) for k in key)
+    return key
 
 
 # --------------------------------------------------------------------------- printing
@@ -147,7 +156,7 @@ def pretty(program, indent=0, num_consts=0):
         return f"{name(v)}:{v.aval}"
 
     pad = " " * indent
-    constvars = program.constvars + program.invars[:num_consts]
+    constvars = program.invars[:num_consts]
     invars = program.invars[num_consts:]
     lines = [pad + "{ lambda " + " ".join(typed(v) for v in constvars) + " ; "
              + " ".join(typed(v) for v in invars) + ". let"]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import fnad
-from fnad.array import CudaArray
+from fnad.backends.cuda.array import CudaArray
 
 GPUS = fnad.devices("cuda")
 needs_cuda = [pytest.mark.cuda,

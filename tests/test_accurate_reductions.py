@@ -15,7 +15,7 @@ import pytest
 
 import fnad
 import fnad.numpy as fnp
-from fnad.kernels.cpu import loops, lowering
+from fnad.backends.cpu import loops, lowering
 from cuda_util import needs_cuda, to_gpu, host
 
 BOUND = 2e-6

@@ -18,7 +18,7 @@ import pytest
 
 import fnad
 import fnad.numpy as fnp
-from fnad.kernels.cpu import lowering, loops
+from fnad.backends.cpu import lowering, loops
 
 WARNING = "fnad kernel cache:"
 
@@ -40,7 +40,7 @@ MEMORY_PRELUDE = """
     import gc, json, os
     import numpy as np
     import fnad, fnad.numpy as fnp
-    from fnad.kernels.cpu import lowering, loops
+    from fnad.backends.cpu import lowering, loops
 
     def rss_mib():
         with open("/proc/self/statm") as f:
@@ -215,7 +215,7 @@ def test_disk_cache_stays_under_its_limit(tmp_path):
     import json
     import numpy as np
     import fnad, fnad.numpy as fnp
-    from fnad.kernels.cpu import lowering
+    from fnad.backends.cpu import lowering
     fnad.config.background_compile = False
     x = np.linspace(-1, 1, 5)
     loaded = {}
@@ -237,7 +237,7 @@ KERNELS_SCRIPT = """
     import json, sys
     import numpy as np
     import fnad, fnad.numpy as fnp
-    from fnad.kernels.cpu import lowering
+    from fnad.backends.cpu import lowering
     fnad.config.background_compile = False
     x = np.linspace(-1, 1, 5)
     loaded = {}
@@ -276,7 +276,7 @@ KERNEL_SCRIPT = """
     import json
     import numpy as np
     import fnad, fnad.numpy as fnp
-    from fnad.kernels.cpu import lowering
+    from fnad.backends.cpu import lowering
     fnad.config.background_compile = False
     x = np.linspace(-1, 1, 7)
     f = fnad.jit(lambda x: fnp.sin(x) * 2.5 + 1.0)     # one fused kernel

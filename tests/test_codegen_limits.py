@@ -13,7 +13,9 @@ import fnad
 import fnad.numpy as fnp
 from fnad.errors import ResourceError
 from fnad.kernels import disk_cache
-from fnad.kernels.cpu import elementwise, half, loop_linalg, loops, lowering
+from fnad.kernels.cpu import elementwise, half, loop_linalg
+from fnad.backends import fusion
+from fnad.backends.cpu import loops, lowering, njit
 
 RANKS = [21, 32, 64]
 
@@ -85,7 +87,7 @@ def test_deep_nests_walk_outer_dimensions_by_one_flat_index():
     source = fnad.jit(lambda x, y: fnp.sum(x * y, axis=4)).lower(x, y).as_text()
     assert "for o in range(no)" in source
     depth = max(len(line) - len(line.lstrip()) for line in source.splitlines()) // 4
-    assert depth <= lowering.MAX_NEST + 2       # def, the nest, the statement
+    assert depth <= fusion.MAX_NEST + 2       # def, the nest, the statement
     # nests of up to MAX_NEST dimensions keep their plain loops, shared by every size
     small = fnad.jit(lambda x: x * 2).lower(np.ones((3, 1, 2), np.float32)).as_text()
     assert "for i1 in range(n1)" in small and "no =" not in small
@@ -220,14 +222,14 @@ def test_a_changed_helper_makes_new_generated_modules(monkeypatch, tmp_path, hel
     compiled loops calling them, and an unchanged one must keep them."""
     monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(disk_cache, "_helper_digests", {})     # the sources as they are now
-    kernel = lowering.load_kernel(SOURCE).py_func.__module__
+    kernel = njit.load_kernel(SOURCE).py_func.__module__
     loop = loops._module("VALUE = 1\n").__name__
     monkeypatch.setattr(disk_cache, "_helper_digests", {})
-    assert lowering.load_kernel(SOURCE).py_func.__module__ == kernel
+    assert njit.load_kernel(SOURCE).py_func.__module__ == kernel
     assert loops._module("VALUE = 1\n").__name__ == loop
     monkeypatch.setattr(disk_cache, "_helper_digests", {})
     monkeypatch.setattr(disk_cache, "_module_source", _changed(helper))
-    new_kernel = lowering.load_kernel(SOURCE)
+    new_kernel = njit.load_kernel(SOURCE)
     assert loops._module("VALUE = 1\n").__name__ != loop
     if helper is loop_linalg:       # kernels do not call it
         assert new_kernel.py_func.__module__ == kernel
@@ -241,9 +243,9 @@ def test_a_changed_helper_makes_new_generated_modules(monkeypatch, tmp_path, hel
 def test_unreadable_helper_source_never_reuses_a_module(monkeypatch):
     monkeypatch.setattr(disk_cache, "_helper_digests", {})
     monkeypatch.setattr(elementwise, "__file__", "/nonexistent/elementwise.py")
-    first = disk_cache.helpers_digest(lowering.HELPERS)
+    first = disk_cache.helpers_digest(njit.HELPERS)
     monkeypatch.setattr(disk_cache, "_helper_digests", {})
-    assert disk_cache.helpers_digest(lowering.HELPERS) != first
+    assert disk_cache.helpers_digest(njit.HELPERS) != first
 
 
 @pytest.mark.cuda
@@ -251,7 +253,7 @@ def test_a_changed_helper_makes_new_cuda_kernel_modules(monkeypatch, tmp_path):
     pytest.importorskip("numba.cuda")
     if not fnad.devices("cuda"):
         pytest.skip("numba.cuda finds no GPU (nor simulator)")
-    from fnad.kernels.cuda import fused, scalar_functions
+    from fnad.backends.cuda import fused, scalar_functions
     monkeypatch.setenv("FNAD_CACHE_DIR", str(tmp_path))
     source = "def kernel(in0, out0):\n    out0[0] = kernels.maximum_scalar(in0[0], 0.0)\n"
     before = fused.load(source).py_func.__module__

@@ -9,7 +9,7 @@ import pytest
 import fnad
 import fnad.numpy as jnp
 import fnad.numpy as fnp
-from fnad import lax_control as lax
+from fnad.lax import control_flow as lax
 from fnad.test_util import check_grads
 
 
@@ -298,7 +298,7 @@ def test_scan_runs_as_one_compiled_loop(monkeypatch, own_matmul):
     compiled synchronously), forwards and backwards, with the unrolled loop's values;
     with BLAS through SciPy where installed, and with fnad's own matmul loops."""
     import weakref
-    from fnad.kernels.cpu import loops
+    from fnad.backends.cpu import loops
     from fnad.primitives import dot
     if own_matmul:
         monkeypatch.setattr(dot, "_numba_has_blas", lambda: False)
@@ -345,7 +345,7 @@ def test_while_and_switch_run_as_compiled_functions(monkeypatch):
     """while_loop and switch bodies compile into one Numba function each (loop or
     branch included) and agree with the Python-level evaluation."""
     import weakref
-    from fnad.kernels.cpu import loops
+    from fnad.backends.cpu import loops
     monkeypatch.setattr(fnad.config, "background_compile", False)
     monkeypatch.setattr(loops, "_loops", weakref.WeakKeyDictionary())
     x = fnp.asarray(np.linspace(0.1, 0.9, 3))

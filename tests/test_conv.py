@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fnad
-from fnad import lax_conv as lc
+from fnad.lax import convolution as lc
 from fnad.errors import ShapeError, DTypeError
 from fnad.kernels.cpu import conv as kernels
 from fnad.test_util import check_grads

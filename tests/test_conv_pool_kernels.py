@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fnad
-from fnad import lax_conv as lc
+from fnad.lax import convolution as lc
 from fnad.kernels.cpu import conv as kernels, window as pooling
 from fnad.test_util import check_grads
 

@@ -9,7 +9,7 @@ import pytest
 
 import fnad
 import fnad.numpy as fnp
-from fnad.array import CudaArray
+from fnad.backends.cuda.array import CudaArray
 from fnad.errors import DeviceError
 from cuda_util import needs_cuda, gpu, to_gpu, host, check_primitive
 from test_primitives import TABLE, setup
@@ -181,7 +181,7 @@ def test_transforms_on_gpu_arrays_give_the_cpu_results(transform):
 
 
 def test_jit_lowers_to_fused_gpu_kernels_and_caches_them():
-    from fnad.kernels.cuda.lowering import compiled
+    from fnad.backends.cuda.lowering import compiled
 
     def f(x, y):
         return fnp.sum(fnp.exp(x) * y + 1.0, axis=0) * 2.0
@@ -197,7 +197,7 @@ def test_jit_lowers_to_fused_gpu_kernels_and_caches_them():
     assert jf.trace_count == 1
     # Kernels live on disk beside the cpu ones, keyed by their source.
     import os
-    from fnad.kernels.cpu.lowering import cache_dir
+    from fnad.kernels.disk_cache import cache_dir
     kernels = [step[0].kernel for step in exe.steps if hasattr(step[0], "kernel")]
     assert len(kernels) == 2
     for kernel in kernels:      # (the simulator's kernels keep the function as .fn)

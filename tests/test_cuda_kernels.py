@@ -146,7 +146,7 @@ def test_windows(shape, window, strides, padding, dtype):
     x = with_ties(shape, dtype)
     for prim in REDUCE_WINDOWS:
         check_primitive(prim, x, **params)
-    out_shape = C.reduce_window_max_p.abstract_eval(fnad.core.ShapedArray(shape, dtype),
+    out_shape = C.reduce_window_max_p.abstract_eval(fnad.abstract.ShapedArray(shape, dtype),
                                                     **params).shape
     for gather, scatter in SELECTIONS:
         check_primitive(gather, sample(shape, dtype), x, **params)

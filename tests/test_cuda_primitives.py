@@ -7,7 +7,7 @@ import pytest
 
 import fnad
 from fnad.core import PRIMITIVES
-from fnad.kernels.cuda import impl_for
+from fnad.backends.cuda.registry import impl_for
 from fnad.primitives import index as I, linalg as L, random_bits as R, shape as S
 from fnad.primitives.reduce import argmax_p, argmin_p
 from fnad.primitives.sort import sort_p

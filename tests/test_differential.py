@@ -39,7 +39,7 @@ import fnad.numpy as fnp
 import fnad.numpy.linalg
 import fnad.random
 import fnad.scipy.special
-from fnad.kernels.cpu import lowering
+from fnad.backends.cpu import lowering
 
 import differential_calls
 import differential_cases

@@ -11,8 +11,8 @@ import pytest
 import fnad
 import fnad.lax as lax
 import fnad.numpy as fnp
-from fnad.kernels.cpu import lowering
-from fnad.transforms.eval_shape import ShapeDtypeStruct, eval_shape
+from fnad.backends.cpu import lowering
+from fnad.staged.eval_shape import ShapeDtypeStruct, eval_shape
 
 from cuda_util import GPUS, to_gpu
 

@@ -9,7 +9,7 @@ import pytest
 
 import fnad
 import fnad.numpy as fnp
-from fnad.kernels.cpu import lowering
+from fnad.backends.cpu import lowering
 
 from test_primitives import CASES, setup, _split, TABLE
 
@@ -167,7 +167,7 @@ def test_new_batch_size_reuses_compiled_kernels(monkeypatch):
 def test_second_process_reuses_compiled_code(tmp_path):
     script = textwrap.dedent("""
         import fnad, fnad.numpy as fnp
-        from fnad.kernels.cpu import lowering
+        from fnad.backends.cpu import lowering
         fnad.config.background_compile = False
         f = fnad.jit(lambda x: fnp.sum(fnp.sin(x) * fnp.cosh(x) + 0.25))
         print(float(f(fnp.ones(5))))
@@ -235,11 +235,12 @@ def test_disable_jit():
 def test_blocked_execution_of_large_math_groups(monkeypatch, threads):
     """Large groups heavy in math-library calls run block by block through numpy's
     ufuncs and small Numba loops; force that path on small inputs and compare."""
-    from fnad.kernels.cpu import chunked
+    from fnad.backends.cpu import chunked
+    from fnad.kernels import threads as kernel_threads
     monkeypatch.setattr(lowering, "PARALLEL_MIN_ELEMENTS", 1)
     monkeypatch.setattr(lowering, "BLOCKED_MIN_ELEMENTS", 1)
     monkeypatch.setattr(chunked, "BLOCK_ELEMENTS", 16)
-    monkeypatch.setattr(chunked, "_threads", lambda: threads)
+    monkeypatch.setattr(kernel_threads, "thread_count", lambda: threads)
     rng = np.random.default_rng(0)
     x = fnp.asarray(rng.standard_normal((37, 5)))
     b = fnp.asarray(rng.standard_normal(5))

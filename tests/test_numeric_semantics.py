@@ -17,7 +17,7 @@ import fnad
 import fnad.numpy as fnp
 from fnad import nn
 from fnad.errors import DTypeError, ShapeError
-from fnad.kernels.cpu import loops, lowering
+from fnad.backends.cpu import loops, lowering
 from cuda_util import needs_cuda, to_gpu, host
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")   # numpy's 1 // 0 etc.

@@ -9,7 +9,7 @@ import fnad
 import fnad.numpy as fnp
 from fnad.errors import (ConcretizationError, ImmutableArrayError, NumpyFunctionError,
                          TracerArrayConversionError)
-from fnad.kernels.cpu import lowering
+from fnad.backends.cpu import lowering
 from cuda_util import GPUS, to_gpu, host
 
 RNG = np.random.default_rng(0)

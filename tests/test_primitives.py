@@ -16,7 +16,7 @@ import pytest
 
 import fnad
 from fnad import core
-from fnad.core import ShapedArray
+from fnad.abstract import ShapedArray
 from fnad.primitives import elementwise, shape, reduce, dot
 from fnad.test_util import check_grads
 

@@ -19,7 +19,7 @@ import fnad.numpy as fnp
 from fnad import Array
 from fnad.core import Tracer, current_trace, EVAL
 from fnad.errors import EscapedTracerError
-from fnad.kernels.cpu import lowering
+from fnad.backends.cpu import lowering
 
 TIMEOUT = 120.0         # seconds: a deadline for joins and events, never reached when fine
 THREADS = 8
@@ -318,7 +318,7 @@ PARALLEL_KERNELS_FROM_THREADS = """
 import threading
 import numpy as np
 import fnad, fnad.numpy as fnp
-from fnad.kernels.cpu import lowering
+from fnad.backends.cpu import lowering
 fnad.config.update("background_compile", False)
 n = lowering.PARALLEL_MIN_ELEMENTS          # large enough for a parallel loop nest
 a = fnp.asarray(np.linspace(-1.0, 1.0, n, dtype=np.float32))

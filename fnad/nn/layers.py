@@ -110,14 +110,14 @@ def Dense(out_dim, W_init=None, b_init=None):
 
 
 def _lax_conv():
-    from .. import lax_conv
+    from ..lax import convolution as lax_conv
     return lax_conv
 
 
 def _output_shape(apply_fn, params, input_shape, dtype=np.float32):
     """The output shape of apply_fn on an input of input_shape (-1: any batch size),
     found by staging it with abstract values."""
-    from ..transforms.eval_shape import eval_shape, ShapeDtypeStruct
+    from ..staged.eval_shape import eval_shape, ShapeDtypeStruct
     batch = [i for i, n in enumerate(input_shape) if n == -1]
     concrete = tuple(1 if n == -1 else n for n in input_shape)
     out = eval_shape(lambda p, x: apply_fn(p, x, train=False), params,

@@ -2,7 +2,7 @@
 cotangent helpers that broadcasting and reductions need."""
 import numpy as np
 
-from ..core import ShapedArray, check_same_dtype, broadcast_shapes
+from ..abstract import ShapedArray, check_same_dtype, broadcast_shapes
 from ..errors import DTypeError
 
 

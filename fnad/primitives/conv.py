@@ -1,7 +1,7 @@
 """Convolution and windowed reductions (pooling).
 
 conv_general_dilated works in one layout, lhs (N, C, *spatial), rhs (O, C / groups,
-*window), out (N, O, *spatial); fnad.lax_conv transposes other layouts into it. It
+*window), out (N, O, *spatial); fnad.lax.convolution transposes other layouts into it. It
 is linear in each operand. Its transposes are convolutions too (the standard
 formulas, as in JAX's convolution.py): the input cotangent convolves the output
 cotangent, dilated by the strides and padded, with the flipped kernel; the kernel
@@ -15,7 +15,8 @@ by padding (with the strides as interior padding) and summing again.
 """
 import numpy as np
 
-from ..core import Primitive, ShapedArray, check_same_dtype
+from ..core import Primitive
+from ..abstract import ShapedArray, check_same_dtype
 from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import conv as K, window as W
 from . import shape as S

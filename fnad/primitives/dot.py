@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray, check_same_dtype
+from ..core import Primitive
+from ..abstract import ShapedArray, check_same_dtype
 from ..errors import ShapeError
 from . import shape as S
 from ._rules import add_tangents

@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray
+from ..core import Primitive
+from ..abstract import ShapedArray
 from ..errors import DTypeError
 from ..kernels.cpu import elementwise as kernels
 from ._rules import (broadcasting, sum_to_shape, broadcast_to, add_tangents,
@@ -283,7 +284,7 @@ def _select_shape(pred, on_true, on_false):
     if pred.dtype != np.bool_:
         raise DTypeError(f"select needs a boolean predicate, got {pred}")
     out = broadcasting("select")(on_true, on_false)
-    from ..core import broadcast_shapes
+    from ..abstract import broadcast_shapes
     return ShapedArray(broadcast_shapes("select", pred.shape, out.shape), out.dtype)
 
 

@@ -31,7 +31,8 @@ import math
 import numpy as np
 
 from ..array import Array
-from ..core import Primitive, ShapedArray
+from ..core import Primitive
+from ..abstract import ShapedArray
 from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import index as kernels
 from ._rules import instantiate, add_tangents

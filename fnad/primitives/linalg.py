@@ -17,7 +17,8 @@ solve fnad does not have yet.
 """
 import numpy as np
 
-from ..core import Primitive, ShapedArray, get_aval
+from ..core import Primitive
+from ..abstract import ShapedArray, get_aval
 from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import linalg as kernels
 from . import shape as S

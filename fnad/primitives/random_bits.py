@@ -16,7 +16,8 @@ The outputs are integers, so every derivative is zero.
 """
 import numpy as np
 
-from ..core import Primitive, ShapedArray, broadcast_shapes
+from ..core import Primitive
+from ..abstract import ShapedArray, broadcast_shapes
 from ..errors import DTypeError, ShapeError
 from ._rules import batch_elementwise
 

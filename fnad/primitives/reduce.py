@@ -2,7 +2,8 @@
 along one axis (cumsum, cumprod, cummax, cummin)."""
 import numpy as np
 
-from ..core import Primitive, ShapedArray
+from ..core import Primitive
+from ..abstract import ShapedArray
 from ..kernels.cpu import reduce as kernels
 from ..errors import ShapeError, DTypeError
 from . import shape as S

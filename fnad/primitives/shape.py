@@ -7,7 +7,8 @@ import builtins
 
 import numpy as np
 
-from ..core import Primitive, ShapedArray, check_same_dtype
+from ..core import Primitive
+from ..abstract import ShapedArray, check_same_dtype
 from ..errors import ShapeError
 from ._rules import instantiate, compose_with_producer
 

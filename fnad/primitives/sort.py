@@ -9,7 +9,8 @@ rule is itself a sort, so it differentiates again.
 """
 import numpy as np
 
-from ..core import Primitive, ShapedArray
+from ..core import Primitive
+from ..abstract import ShapedArray
 from ..errors import ShapeError
 from . import shape as S
 

@@ -22,7 +22,7 @@ class BatchTracer(Tracer):
 
     @property
     def aval(self):
-        from ..core import ShapedArray
+        from ..abstract import ShapedArray
         shape = list(self.value.shape)
         del shape[self.batch_dim]
         return ShapedArray(shape, self.value.dtype)

@@ -5,10 +5,9 @@ Each pass maps a ClosedProgram to an equivalent one; `optimize` runs them in ord
 """
 import numpy as np
 
-from ..array import Array, CudaArray
-from ..core import Tracer, broadcast_shapes
-from ..program import Program, Literal, Var, Equation
-from .jit import ClosedProgram
+from ..array import Array
+from ..abstract import broadcast_shapes
+from ..program import ClosedProgram, Program, Literal, Var, Equation
 
 # Constants folded into the program as new inputs when the result is this small or
 # smaller (elements); bigger results stay as computations.
@@ -34,7 +33,7 @@ def _substitute(closed, eqns, replace, extra_consts=()):
     n_old = len(closed.consts)
     extra_vars = [v for v, _ in extra_consts]
     invars = program.invars[:n_old] + extra_vars + program.invars[n_old:]
-    out = Program(invars, [], [], new_eqns, [r(a) for a in program.outputs])
+    out = Program(invars, new_eqns, [r(a) for a in program.outputs])
     return ClosedProgram(out, list(closed.consts) + [c for _, c in extra_consts])
 
 
@@ -44,8 +43,8 @@ def fold_constants(closed):
     program = closed.program
     known = {}
     for v, c in zip(program.invars, closed.consts):
-        # Only host values fold: a GPU constant stays where it is.
-        if not isinstance(c, (Tracer, CudaArray)):
+        # Only host values fold: a constant on another device stays where it is.
+        if type(c) is Array or isinstance(c, (np.ndarray, np.generic)):
             known[v] = c._value if type(c) is Array else np.asarray(c)
     eqns, replace, extra = [], {}, []
 
@@ -198,4 +197,4 @@ def eliminate_dead_code(closed):
     kept.reverse()
     if len(kept) == len(program.eqns):
         return closed
-    return ClosedProgram(Program(program.invars, [], [], kept, program.outputs), closed.consts)
+    return ClosedProgram(Program(program.invars, kept, program.outputs), closed.consts)

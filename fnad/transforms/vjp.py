@@ -9,9 +9,8 @@ differentiate, batch or stage) the backward pass itself.
 """
 import numpy as np
 
-from ..core import (Trace, Tracer, use_trace, current_trace, bind_custom, EVAL, _wrap,
-                    _concrete_operand)
-from ..array import Array, CudaArray
+from ..core import Trace, Tracer, use_trace, current_trace, bind_custom, EVAL, host_operand
+from ..array import Array, wrap
 from ..errors import GradientError, DTypeError
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import (flatten_fun_output, check_float_input, zeros_like, as_value,
@@ -50,7 +49,7 @@ class VJPTracer(Tracer):
     def primal(self):
         p = self._primal
         if p is None:
-            p = self._primal = _wrap(self.out)
+            p = self._primal = wrap(self.out)
         return p
 
     @property
@@ -65,8 +64,9 @@ class VJPTracer(Tracer):
 _new = object.__new__
 
 
-def _raw(prim, a):
-    return a._value if type(a) is Array else _concrete_operand(prim, a)
+def _raw(a):
+    """A host operand's numpy value; None for a value elsewhere (another device)."""
+    return a._value if type(a) is Array else host_operand(a)
 
 
 def _tracer(trace, out, primal, rule, params, args, parents, needed, node=None, index=None):
@@ -117,8 +117,8 @@ class VJPTrace(Trace):
                 for i, (o, p) in enumerate(zip(out, primal_out))]
 
     def new_input(self, value):
-        if self.parent is EVAL and type(value) is CudaArray:
-            # The raw-numpy tape is a host fast path: GPU values keep to bind.
+        if self.parent is EVAL and type(value) is not Array and isinstance(value, Array):
+            # The raw-numpy tape is a host fast path: other devices' values keep to bind.
             self.__dict__.pop("process", None)
         out = value._value if self.parent is EVAL and type(value) is Array else value
         return self.record(None, None, (), out, (), False, primal_out=value)
@@ -146,29 +146,29 @@ class VJPTrace(Trace):
             own_b = type(b) is VJPTracer and b._trace is self
             if not (own_a or own_b):
                 return prim.eval(args, params)
-            values = (a.out if own_a else _raw(prim, a), b.out if own_b else _raw(prim, b))
+            values = (a.out if own_a else _raw(a), b.out if own_b else _raw(b))
+            if values[0] is None or values[1] is None:
+                return VJPTrace.process(self, prim, args, params)
             parents = (a if own_a else None, b if own_b else None)
             needed = (own_a, own_b)
         else:
             needed = tuple(type(a) is VJPTracer and a._trace is self for a in args)
             if not any(needed):
                 return prim.eval(args, params)
-            values = tuple(a.out if own else _raw(prim, a) for a, own in zip(args, needed))
+            values = tuple(a.out if own else _raw(a) for a, own in zip(args, needed))
+            if any(v is None for v in values):
+                return VJPTrace.process(self, prim, args, params)
             parents = tuple(a if own else None for a, own in zip(args, needed))
-        try:
-            out = prim.impl(*values, **params)
-        except (ValueError, TypeError, IndexError) as err:
-            prim.explain_failure(args, params)
-            raise err
+        out = prim.run(values, args, params)
         if prim.multiple_results:
             out = [o if type(o) is np.ndarray else np.asarray(o) for o in out]
             return self.record(prim.vjp, params, values, out, parents, True,
-                               prim.selective_vjp, [_wrap(o) for o in out])
+                               prim.selective_vjp, [wrap(o) for o in out])
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         dtype = out.dtype
         if dtype.kind != "f":
-            return _wrap(out)
+            return wrap(out)
         # _tracer(), inlined
         t = _new(VJPTracer)
         t._trace, t.out, t._primal, t.node, t.index = self, out, None, None, None
@@ -314,7 +314,7 @@ def _as_fnad(g):
     # Rules run on raw numpy values return numpy arrays: fresh, or values of
     # immutable Arrays, so wrapping without a copy is safe.
     if isinstance(g, (np.ndarray, np.generic)):
-        return _wrap(g)
+        return wrap(g)
     return g
 
 

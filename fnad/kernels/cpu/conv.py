@@ -80,7 +80,7 @@ PARALLEL_MIN_ELEMENTS = 1 << 22
 def _by_rows(kernel, table, *args, work=None):
     """kernel(table, *args, r0, r1) over the table's rows, on all cores when large
     (`work`: the elements touched, if not the table's size)."""
-    from .chunked import run_blocks
+    from ..threads import run_blocks
     run_blocks(lambda r0, r1: kernel(table, *args, r0, r1), table.shape[0],
                parallel=(table.size if work is None else work) >= PARALLEL_MIN_ELEMENTS)
 

@@ -1,0 +1,64 @@
+"""The cpu backend: plain Arrays over numpy buffers.
+
+Eager operations on them never come here (Primitive.eval runs each primitive's `impl`
+directly); what does is jit, through `compile` and `executable`, and the primitives
+whose cpu kernel is this backend's own (`implements`: staged programs and control flow,
+which compile through it)."""
+import numpy as np
+
+from ...array import CPU, Array, wrap
+from ...tree_util import tree_unflatten
+from .lowering import compiled
+
+_kernels = {}       # primitive name -> this backend's kernel of it
+
+
+def implements(name):
+    """Register the decorated function as the cpu kernel of the primitive `name`
+    (whose declared impl is backend.host_kernel(name)): called with numpy values and
+    the primitive's params."""
+    def register(fn):
+        _kernels[name] = fn
+        return fn
+    return register
+
+
+class CpuBackend:
+    platform = "cpu"
+    array_type = Array
+
+    def devices(self):
+        return [CPU]
+
+    def put(self, x, device, committed):
+        out = Array(np.array(x))     # copies, from the host or from another device
+        if committed:
+            out._committed = True
+        return out
+
+    def evaluate(self, prim, args, params):
+        return prim.eval(args, params)
+
+    def kernel(self, prim):
+        return _kernels.get(prim.name)
+
+    def kernel_by_name(self, name):
+        return _kernels[name]
+
+    def compile(self, program):
+        return compiled(program)
+
+    def executable(self, closed, out_tree, device):
+        """jit's fast path: the compiled driver called on the Arrays' buffers, with
+        no bind in between."""
+        run = compiled(closed.program)
+        consts = [c._value if type(c) is Array else c for c in closed.consts]
+        if out_tree.node_type is None:
+            def call(args):
+                return wrap(run(*consts, *[a._value for a in args])[0])
+        else:
+            def call(args):
+                outs = run(*consts, *[a._value for a in args])
+                return tree_unflatten(out_tree, [wrap(o) for o in outs])
+        return call
+

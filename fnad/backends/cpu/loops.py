@@ -1,0 +1,244 @@
+"""A scan as one Numba loop: the body Program compiled into an njit function and
+called from a compiled loop, so no iteration goes back to Python.
+
+A body is compilable when each of its fusion groups is (they are the same loop
+nests jit generates) and each remaining primitive declares `numba_source`, the
+Numba expression that computes it (matrix products, reshapes, transposes...).
+Otherwise, or until Numba has compiled it, the scan runs its body's compiled driver
+from a Python loop; compilation happens on a background thread, as for kernels.
+"""
+import hashlib
+import threading
+import weakref
+
+import numpy as np
+
+from ... import config
+from ...cache import register
+from ...program import Literal
+from ...kernels.disk_cache import helpers_digest
+from ...kernels.cpu import elementwise, loop_linalg
+from ...kernels.disk_cache import import_generated
+from ..fusion import Group, KernelSource, literal, materialized, partition
+from . import njit
+
+_loops = weakref.WeakKeyDictionary()    # a loop's body Program -> {key: _Loop}
+register(_loops.clear)
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def body_source(program, name="body", kernel_prefix="k"):
+    """(source of `def <name>(args) -> tuple`, the kernel sources it calls, which the
+    source names <kernel_prefix>0, <kernel_prefix>1, ...)."""
+    if any(v.aval.dtype == np.float16 for v in _variables(program)):
+        # Numba's cpu target has no float16 arrays, and inside a compiled loop there
+        # is no driver to pass them as bits: the loop stays in Python, its body's
+        # fused kernels compiled.
+        raise _Unsupported("float16")
+    steps = partition(program)
+    materialize = materialized(program, steps)
+    names, lines, kernels = {}, [], []
+    args = [f"a{i}" for i in range(len(program.invars))]
+    for v, a in zip(program.invars, args):
+        names[v] = a
+
+    def value(a):
+        if isinstance(a, Literal):
+            if a.value.ndim:
+                raise _Unsupported("array literal")
+            return literal(a.value)
+        return names[a]
+
+    for step in steps:
+        if isinstance(step, Group):
+            kernel = KernelSource(step, materialize[step])
+            k = f"{kernel_prefix}{len(kernels)}"
+            kernels.append(kernel.source)
+            outs, rounding = [], []
+            for slot, (var, axes) in enumerate(kernel.outputs):
+                o = names[var] = f"v{len(names)}"
+                shape, dtype = var.aval.shape, kernel.output_dtypes[slot]
+                if slot in kernel.reduce_identity:
+                    fill = literal(np.asarray(kernel.reduce_identity[slot], dtype))
+                    lines.append(f"{o} = np.full({shape!r}, {fill}, np.{dtype.name})")
+                else:
+                    lines.append(f"{o} = np.empty({shape!r}, np.{dtype.name})")
+                if dtype != var.aval.dtype:     # partial sums kept wider: round them once
+                    rounding.append(f"{o} = {o}.astype(np.{var.aval.dtype.name})")
+                outs.append(o)
+            ins = [value(a) for a in kernel.inputs]
+            lines.append(f"{k}({', '.join(ins + outs + [str(n) for n in step.shape])})")
+            lines += rounding
+            continue
+        e = step
+        make = getattr(e.prim, "numba_source", None)
+        expr = make([value(a) for a in e.inputs], [a.aval for a in e.inputs],
+                    e.outputs[0].aval, **e.params) \
+            if make is not None and not e.prim.multiple_results else None
+        if expr is None:
+            raise _Unsupported(e.prim.name)
+        o = names[e.outputs[0]] = f"v{len(names)}"
+        lines.append(f"{o} = {expr}")
+    outs = [value(a) for a in program.outputs]
+    source = "\n".join([f"def {name}({', '.join(args)}):"] + ["    " + line for line in lines]
+                       + [f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])
+    return source + "\n", kernels
+
+
+def _variables(program):
+    yield from program.invars
+    for e in program.eqns:
+        yield from e.outputs
+
+
+def loop_source(program, num_consts, num_carry, length, reverse):
+    n_in = len(program.invars)
+    consts = [f"c{i}" for i in range(num_consts)]
+    carry = [f"h{i}" for i in range(num_carry)]
+    xs = [f"x{i}" for i in range(n_in - num_consts - num_carry)]
+    ys = [f"y{i}" for i in range(len(program.outputs) - num_carry)]
+    y_avals = [a.aval for a in program.outputs[num_carry:]]
+    lines = [f"def loop({', '.join(consts + carry + xs)}):"]
+    lines += [f"    {h} = {h}.copy()" for h in carry]
+    lines += [f"    {y} = np.empty(({length},) + {tuple(a.shape)!r}, np.{a.dtype.name})"
+              for y, a in zip(ys, y_avals)]
+    lines.append(f"    for k in range({length}):")
+    lines.append(f"        i = {length - 1} - k" if reverse else "        i = k")
+    new = [f"n{j}" for j in range(len(program.outputs))]
+    x_avals = [v.aval for v in program.invars[num_consts + num_carry:]]
+    # A 0-d slice of xs must stay an array for the kernels: np.asarray of the scalar.
+    slices = [f"{x}[i]" if a.shape else f"np.asarray({x}[i])" for x, a in zip(xs, x_avals)]
+    lines.append(f"        {', '.join(new)}{',' if len(new) == 1 else ''} = body("
+                 + ", ".join(consts + carry + slices) + ")")
+    lines += [f"        {h} = {n}" for h, n in zip(carry, new)]
+    for y, n, a in zip(ys, new[num_carry:], y_avals):
+        lines.append(f"        {y}[i] = {n}[()]" if not a.shape else f"        {y}[i] = {n}")
+    outs = carry + ys
+    lines.append(f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})")
+    return "\n".join(lines) + "\n"
+
+
+HEADER = """import math
+import numba
+import numpy as np
+from fnad.kernels.cpu import elementwise as kernels
+from fnad.backends.cpu.njit import load_kernel
+from fnad.kernels.cpu import loop_linalg
+"""
+# The modules whose functions a loop calls (and Numba compiles into it).
+HELPERS = (elementwise, loop_linalg)
+
+
+JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
+
+
+def _functions(programs):
+    """Source defining one njit function per (name, program), and their kernels."""
+    parts, kernel_lines = [], []
+    for i, (name, program) in enumerate(programs):
+        source, kernel_sources = body_source(program, name, f"k{i}_")
+        kernel_lines += [f"k{i}_{j} = load_kernel({s!r})\n" for j, s in enumerate(kernel_sources)]
+        parts.append(JIT + source)
+    return "".join(kernel_lines) + "\n\n" + "\n\n".join(parts)
+
+
+def _module(text):
+    # A loop's cached machine code names the modules of the kernels it calls, and their
+    # names hash the kernel header as well as the kernel sources written here: a new
+    # kernel header must make a new loop module, not one whose cache names modules
+    # that no longer exist.
+    # Numba compiles the kernels and helpers a loop calls into the loop's machine code:
+    # a new version of any of them must make a new loop module as well.
+    header = hashlib.sha1(njit.kernel_header().encode()).hexdigest()[:20]
+    return import_generated(f"{HEADER}# kernel header {header}\n"
+                            f"# helpers {helpers_digest(HELPERS)}\n\n{text}", "fnad_loop")
+
+
+def scan_text(program, num_consts, num_carry, length, reverse):
+    return _functions([("body", program)]) + "\n\n" + JIT + loop_source(
+        program, num_consts, num_carry, length, reverse)
+
+
+def while_text(cond, body, cond_nconsts, body_nconsts):
+    n_carry = len(body.outputs)
+    cc = [f"c{i}" for i in range(cond_nconsts)]
+    bc = [f"b{i}" for i in range(body_nconsts)]
+    h = [f"h{i}" for i in range(n_carry)]
+    tail = "," if n_carry == 1 else ""
+    lines = [f"def loop({', '.join(cc + bc + h)}):"]
+    lines += [f"    {x} = {x}.copy()" for x in h]
+    lines.append(f"    while test({', '.join(cc + h)})[0][()]:")
+    lines.append(f"        {', '.join(h)}{tail} = step({', '.join(bc + h)})")
+    lines.append(f"    return ({', '.join(h)}{tail})")
+    return _functions([("test", cond), ("step", body)]) + "\n\n" + JIT + "\n".join(lines) + "\n"
+
+
+def cond_text(branches):
+    n = len(branches)
+    ops = [f"o{i}" for i in range(len(branches[0].invars))]
+    lines = [f"def loop(index, {', '.join(ops)}):" if ops else "def loop(index):",
+             f"    i = min(max(index[()], 0), {n - 1})"]
+    for k in range(n):
+        lines.append(f"    {'if' if k == 0 else 'elif'} i == {k}:" if k < n - 1 else "    else:")
+        lines.append(f"        return branch{k}({', '.join(ops)})")
+    return _functions([(f"branch{k}", b) for k, b in enumerate(branches)]) + "\n\n" + JIT + \
+        "\n".join(lines) + "\n"
+
+
+class _Loop:
+    """The compiled loop of one scan, once Numba has it; None while it compiles or if
+    the body cannot be compiled."""
+
+    def __init__(self, text, programs):
+        self.text = text            # a function of the programs returning the source
+        # Weakly: the table holding this _Loop is keyed by programs[0].
+        self.programs = [weakref.ref(p) for p in programs]
+        self.ready = None
+        self.thread = None
+        self.calls = 0
+
+    def get(self, args):
+        self.calls += 1
+        # In the background, compile a loop only once it runs a second time: a loop
+        # run once is not worth seconds of compiler time.
+        if self.thread is None and (self.calls > 1 or not config.background_compile):
+            self.thread = threading.Thread(target=self._build, args=(args,),
+                                           name="fnad compile loop")
+            if config.background_compile:
+                self.thread.start()     # meanwhile the scan runs its Python loop
+            else:
+                self.thread.run()
+        return self.ready or None
+
+    def for_programs(self, programs):
+        return all(r() is p for r, p in zip(self.programs, programs))
+
+    def _build(self, args):
+        programs = [r() for r in self.programs]
+        if any(p is None for p in programs):    # gone before the thread started
+            self.ready = False
+            return
+        try:
+            module = _module(self.text(*programs))
+            module.loop(*args)          # compile (or load) for these argument types
+            self.ready = module.loop
+        except Exception as err:        # an unsupported body keeps the Python loop
+            self.ready = False
+            if config.log_compiles:
+                print(f"fnad: scan body left to a Python loop ({type(err).__name__}: {str(err)[:3000]})")
+
+
+def compiled_loop(programs, key, text, args):
+    """The njit `loop` of the module `text(*programs)` builds, once compiled for args'
+    types, or None (then the caller runs its Python loop). Cached per (programs, key)
+    while programs[0] lives; `text` must not hold the programs (the cache would then
+    keep them alive)."""
+    table = _loops.setdefault(programs[0], {})
+    key = (key,) + tuple(id(p) for p in programs[1:])
+    loop = table.get(key)
+    if loop is None or not loop.for_programs(programs):    # (an id reused)
+        loop = table[key] = _Loop(text, programs)
+    return loop.get(args)

@@ -1,0 +1,283 @@
+"""Lowering a Program to cpu code.
+
+The equations are partitioned into fusion groups: maximal runs of elementwise
+primitives over one iteration shape, the broadcasts that feed them (as index
+arithmetic) and the reductions that consume them. Each group becomes ONE generated
+Numba loop nest; values used only inside a group live in registers, never in
+arrays. Everything else (dot_general, linear algebra, sorting, data movement) runs
+its primitive's own kernel. A generated Python driver calls these in order.
+
+Kernels are keyed by their source, which holds dtypes, ranks and the broadcast
+pattern but no sizes (those are arguments), so a new batch size reuses them. Each
+kernel is written to a module file in the cache directory and compiled with
+Numba's on-disk cache, so a second process loads machine code instead of compiling.
+"""
+import threading
+import weakref
+
+import numba
+
+import numpy as np
+
+from ... import config
+from ...cache import register
+from ...program import Literal
+from ...kernels.disk_cache import helpers_digest, import_generated
+from ...kernels.cpu import elementwise, half
+from .njit import bit_views, load_kernel
+from ..fusion import Group, KernelSource, PHYSICAL_MEMORY, check_sizes, materialized, partition
+from . import chunked
+
+# Program -> Executable. An Executable refers to nothing that holds its Program, so an
+# entry goes when its Program does.
+_executables = weakref.WeakKeyDictionary()
+register(_executables.clear)
+# Loop nests at least this large are split across threads. Measured on 2 cores inside
+# whole jitted steps (W2's MLP, W4's LeNet), splitting nests of 2^17-2^20 elements
+# made the step no faster or slower (waking the other core between kernels costs
+# more than it saves there); W3's 10M-element nest gains.
+PARALLEL_MIN_ELEMENTS = 1 << 22
+# Groups calling exp, sin, tanh... on at least this many elements run block by block
+# through numpy's SIMD ufuncs, which beat Numba's scalar libm calls from here on
+# (each ufunc call costs about a microsecond, each scalar libm call 10-20 ns).
+BLOCKED_MIN_ELEMENTS = 1 << 12
+stats = {"kernels_compiled": 0, "kernels_loaded": 0, "kernels_failed": 0,
+         "programs_lowered": 0}
+
+
+def compiled(program):
+    exe = _executables.get(program)
+    if exe is None:
+        exe = _executables[program] = Executable(program)
+    return exe
+
+
+# Numba's workqueue threading layer (its fallback where neither TBB nor OpenMP is
+# installed) terminates the process when two threads run parallel kernels at once.
+# A parallel kernel already keeps every core busy: running them one at a time costs
+# other threads little, and a lock per kernel of >= 2^22 elements costs nothing.
+_parallel_kernel_lock = threading.Lock()
+
+
+def _one_at_a_time(call):
+    def locked(*args):
+        with _parallel_kernel_lock:
+            return call(*args)
+    return locked
+
+
+class _FirstKernelCall:
+    """Stands in a driver's namespace for a fused kernel until Numba has it ready.
+
+    Compiling a loop nest takes Numba a fraction of a second; loading it from the disk
+    cache, milliseconds. With config.background_compile (the default) the first call
+    starts that work on a thread and, until it is done, runs the group through its
+    primitives' own numpy kernels: the first call of a jitted function costs about
+    what an eager call does instead of waiting for the compiler. Once the kernel is
+    ready it takes its place in the driver."""
+
+    def __init__(self, kernel, namespace, name, group, kernel_source):
+        self.kernel = kernel
+        self.call = bit_views(kernel, kernel_source.half_args)
+        if kernel.targetoptions.get("parallel"):
+            self.call = _one_at_a_time(self.call)
+        self.half_args = kernel_source.half_args
+        self.namespace = namespace
+        self.name = name
+        self.group = group
+        self.inputs = kernel_source.inputs
+        self.outputs = kernel_source.outputs
+        self.thread = None
+
+    def __call__(self, *args):
+        signature = tuple(numba.typeof(a.view(np.uint16) if k in self.half_args else a)
+                          for k, a in enumerate(args))
+        if signature in self.kernel.overloads:
+            # Compiled already, for another program of this structure (a new shape of a
+            # function, or another function): no compile, and no thread to start.
+            self.namespace[self.name] = self.call
+            return self.call(*args)
+        if not config.background_compile:
+            self._compile(signature)
+            return self.call(*args)
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._compile_in_background,
+                                           args=(signature,),
+                                           name=f"fnad compile {self.name}")
+            # Started when the driver returns: Numba compiles under one global lock, and
+            # the library kernels this run may still need must not queue behind it.
+            _pending.append(self.thread)
+        return self.run_unfused(*args)
+
+    def _compile(self, signature):
+        """Compile (or load) the kernel for these argument types, count which it was,
+        and put the kernel in the driver."""
+        stats_ = self.kernel.stats
+        misses, hits = sum(stats_.cache_misses.values()), sum(stats_.cache_hits.values())
+        self.kernel.compile(signature)
+        new_misses = sum(stats_.cache_misses.values()) - misses
+        stats["kernels_compiled"] += new_misses
+        stats["kernels_loaded"] += sum(stats_.cache_hits.values()) - hits
+        if new_misses and config.log_compiles:
+            print(f"fnad: compiled fused kernel {self.kernel.py_func.__module__}")
+        self.namespace[self.name] = self.call
+
+    def _compile_in_background(self, signature):
+        # A compile that fails on the thread leaves this object in the driver, which
+        # then keeps running the group through the primitives' own kernels: the same
+        # numbers, never a traceback printed from a thread. (Without background
+        # compiles the error is raised at the call instead.)
+        try:
+            self._compile(signature)
+        except Exception as err:
+            stats["kernels_failed"] += 1
+            if config.log_compiles:
+                print(f"fnad: fused kernel {self.name} left to numpy "
+                      f"({type(err).__name__}: {str(err)[:2000]})")
+
+    def run_unfused(self, *args):
+        """The group, one primitive kernel at a time, into the kernel's output arrays."""
+        env = dict(zip(self.inputs, args))
+        for e in self.group.eqns:
+            values = [a.value if isinstance(a, Literal) else env[a] for a in e.inputs]
+            env[e.outputs[0]] = e.prim.impl(*values, **e.params)
+        outs = args[len(self.inputs):len(self.inputs) + len(self.outputs)]
+        for (var, _), out in zip(self.outputs, outs):
+            out[...] = env[var]
+
+
+_pending = []
+
+
+def start_pending_compiles():
+    """Start the kernel compiles requested during the last driver run, one after the
+    other on one thread."""
+    if not _pending:
+        return
+    # Taken one by one (list.pop is atomic): a driver in another thread may append
+    # meanwhile, and a compile lost between a copy and a clear would never start.
+    threads = []
+    while _pending:
+        try:
+            threads.append(_pending.pop(0))
+        except IndexError:      # another thread took the last one
+            break
+
+    def compile_all():
+        for t in threads:
+            t.run()
+    threading.Thread(target=compile_all, name="fnad compile queue").start()
+
+
+def wait_for_compiles():
+    """Block until every background kernel compile has finished (used by tests)."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("fnad compile"):
+            thread.join()
+
+
+# --------------------------------------------------------------------------- driver
+
+class Executable:
+    """A Program lowered to a Python driver over fused kernels and library calls."""
+
+    def __init__(self, program):
+        stats["programs_lowered"] += 1
+        self.namespace = {"np": np}
+        steps = partition(program)
+        materialize = materialized(program, steps)
+        check_sizes(program, [o for step in steps if isinstance(step, Group)
+                              for e in step.eqns for o in e.outputs
+                              if o in materialize[step] or e.prim.reduction is not None],
+                    PHYSICAL_MEMORY)
+        lines, names, kernel_sources = [], {}, []
+
+        def name(a):
+            if isinstance(a, Literal):
+                key = f"c{len(self.namespace)}"
+                self.namespace[key] = a.value
+                return key
+            return names[a]
+
+        for i, v in enumerate(program.invars):
+            names[v] = f"a{i}"
+            if not v.aval.shape:    # numpy hands out scalars for 0-d results
+                lines.append(f"a{i} = np.asarray(a{i})")
+        for step in steps:
+            if isinstance(step, Group):
+                lines += self._kernel_call(step, materialize[step], name, names,
+                                           kernel_sources)
+            else:
+                lines += self._library_call(step, name, names)
+        outs = ", ".join(name(a) for a in program.outputs)
+        args = ", ".join(f"a{i}" for i in range(len(program.invars)))
+        driver = [f"def run({args}):"] + ["    " + line for line in lines] + \
+            [f"    return [{outs}]"]
+        self.driver_source = "\n".join(driver) + "\n"
+        exec(compile(self.driver_source, "<fnad driver>", "exec"), self.namespace)
+        self.run = self.namespace["run"]
+        self.kernel_sources = kernel_sources
+        self.source = "\n\n".join(["# driver", self.driver_source] + [
+            f"# fused kernel k{i}\n{s}" for i, s in enumerate(kernel_sources)])
+        if config.log_compiles:
+            print(f"fnad: lowered a program of {len(program.eqns)} equations to "
+                  f"{len(kernel_sources)} fused kernels and "
+                  f"{sum(1 for s in steps if not isinstance(s, Group))} library calls")
+
+    def _kernel_call(self, group, materialize, name, names, kernel_sources):
+        kernel = KernelSource(group, materialize, half=True)
+        k = f"k{len(kernel_sources)}"
+        size = int(np.prod(group.shape, dtype=np.int64))
+        large = size >= PARALLEL_MIN_ELEMENTS
+        if size >= BLOCKED_MIN_ELEMENTS and chunked.eligible(group):
+            # Math-library-heavy: numpy's SIMD ufuncs over cache-sized blocks.
+            source = chunked.chunked_source(group, kernel, materialize, self.namespace, k,
+                                            parallel=large)
+            exec(compile(source, f"<fnad blocked group {k}>", "exec"), self.namespace)
+        else:
+            # Large loop nests run on all cores; the parallel variant is compiled only
+            # when a program needs it.
+            source = kernel.parallel_source if large and kernel.parallel_source \
+                else kernel.source
+            self.namespace[k] = _FirstKernelCall(load_kernel(source), self.namespace, k,
+                                                 group, kernel)
+        kernel_sources.append(source)
+        lines, outs, rounding = [], [], []
+        for slot, (var, axes) in enumerate(kernel.outputs):
+            v = names[var] = f"v{len(names)}"
+            shape, dtype = var.aval.shape, kernel.output_dtypes[slot]
+            if slot in kernel.reduce_identity:
+                self.namespace[f"fill_{v}"] = kernel.reduce_identity[slot]
+                lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
+            else:
+                lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
+            if dtype != var.aval.dtype:     # partial sums kept wider: round them once
+                rounding.append(f"{v} = {v}.astype(np.{var.aval.dtype.name})")
+            outs.append(v)
+        ins = [name(a) for a in kernel.inputs]
+        sizes = [str(n) for n in group.shape]
+        lines.append(f"{k}({', '.join(ins + outs + sizes)})")
+        return lines + rounding
+
+    def _library_call(self, e, name, names):
+        fn = f"f{len(self.namespace)}"
+
+        def call(*args, _impl=e.prim.impl, _params=e.params):
+            return _impl(*args, **_params)
+        self.namespace[fn] = call
+        outs = [f"v{len(names) + i}" for i in range(len(e.outputs))]
+        for v, o in zip(e.outputs, outs):
+            names[v] = o
+        ins = ", ".join(name(a) for a in e.inputs)
+        if e.prim.multiple_results:
+            lines = [f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {fn}({ins})"]
+        else:
+            lines = [f"{outs[0]} = {fn}({ins})"]
+        return lines + [f"{o} = np.asarray({o})" for o, v in zip(outs, e.outputs)
+                        if not v.aval.shape]
+
+    def __call__(self, *args):
+        out = self.run(*args)
+        if _pending:
+            start_pending_compiles()
+        return out

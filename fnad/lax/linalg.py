@@ -1,0 +1,2 @@
+"""fnad.lax.linalg: the linear-algebra primitives, with JAX's lax.linalg names."""
+from ..primitives.linalg import cholesky, triangular_solve, solve, slogdet, det, inv  # noqa: F401

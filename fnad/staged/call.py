@@ -1,0 +1,54 @@
+"""jit_call: a staged Program applied as one primitive.
+
+`jit` makes every jitted function a jit_call whose param is its Program, so a jitted
+function under grad, jvp, vmap or another jit is one equation whose rules transform
+the Program (staged/programs.py) and call the result: vmap(jit(f)) and grad(jit(f))
+stay single compiled calls. Its cpu kernel is the cpu backend's compiled program.
+"""
+from ..backend import host_kernel
+from ..core import Primitive
+from ..transforms.batching import moveaxis_to
+from .programs import batched_program, dependent, jvp_program, vjp_program
+
+
+def call(closed, *args):
+    """Apply a ClosedProgram to `args`, in the current interpreter."""
+    return jit_call_p.bind(*closed.consts, *args, program=closed.program)
+
+
+def _jit_call_jvp(primals, tangents, program):
+    in_mask = tuple(t is not None and a.dtype.kind == "f"
+                    for t, a in zip(tangents, program.in_avals))
+    m = len(program.outputs)
+    if not any(in_mask):
+        return jit_call_p.bind(*primals, program=program), [None] * m
+    given = [t for t, wanted in zip(tangents, in_mask) if wanted]
+    outs = call(jvp_program(program, in_mask, (True,) * m), *primals, *given)
+    return outs[:m], outs[m:]
+
+
+def _jit_call_vjp(cts, outs, *args, program):
+    ct_mask = tuple(c is not None for c in cts)
+    float_cts = call(vjp_program(program, ct_mask), *args, *[c for c in cts if c is not None])
+    result = [None] * len(args)
+    floats = [i for i, a in enumerate(program.in_avals) if a.dtype.kind == "f"]
+    for i, c in zip(floats, float_cts):
+        result[i] = c
+    return result
+
+
+def _jit_call_batch(args, batch_dims, program):
+    # vmap(jit(f)) stays one compiled call: jit the vmapped program.
+    size = next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
+    in_batched = tuple(d is not None for d in batch_dims)
+    out_batched = dependent(program, in_batched)
+    moved = [x if d is None else moveaxis_to(x, d, 0) for x, d in zip(args, batch_dims)]
+    outs = call(batched_program(program, in_batched, out_batched, size), *moved)
+    return outs, [0 if b else None for b in out_batched]
+
+
+jit_call_p = Primitive(
+    "jit_call",
+    abstract_eval=lambda *avals, program: program.out_avals,
+    impl=host_kernel("jit_call"), jvp=_jit_call_jvp, vjp=_jit_call_vjp,
+    batch=_jit_call_batch, multiple_results=True)
