@@ -8,7 +8,6 @@ A backend is an object registered here with:
     put(value, device)             -> an array_type holding numpy `value` on `device`
     evaluate(prim, args, params)   -> `prim` applied to operands of which at least one
                                       is its array (host operands copied over)
-    kernel(prim)                   -> its own kernel of `prim`, or None
     compile(program)               -> run(*values) -> list of values: a Program compiled
                                       for values of its own
     executable(closed, out_tree, device) -> call(args) -> the output pytree, or
@@ -101,10 +100,11 @@ def evaluate(prim, args, params):
 
 
 def host_kernel(name):
-    """An `impl` for a primitive whose cpu kernel belongs to the cpu backend (staged
-    programs and control flow compile through it): looked up when called."""
+    """The `impl` of a primitive whose cpu kernel belongs to the cpu backend (staged
+    programs and control flow, which compile through it): looked up when called, so
+    primitives are declared before any backend is registered."""
     def impl(*values, **params):
-        return _backends["cpu"].kernel_by_name(name)(*values, **params)
+        return _backends["cpu"].own_kernel(name)(*values, **params)
     impl.__name__ = f"{name}_host_kernel"
     return impl
 

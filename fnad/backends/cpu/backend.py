@@ -39,10 +39,8 @@ class CpuBackend:
     def evaluate(self, prim, args, params):
         return prim.eval(args, params)
 
-    def kernel(self, prim):
-        return _kernels.get(prim.name)
-
-    def kernel_by_name(self, name):
+    def own_kernel(self, name):
+        """The kernel `implements` registered for the primitive `name`."""
         return _kernels[name]
 
     def compile(self, program):

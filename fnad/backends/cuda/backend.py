@@ -6,7 +6,7 @@ from ...array import Device
 from ...tree_util import tree_unflatten
 from . import runtime
 from .array import CudaArray
-from .registry import device_value, evaluate, impl_for
+from .registry import device_value, evaluate
 
 
 class CudaBackend:
@@ -28,9 +28,6 @@ class CudaBackend:
 
     def evaluate(self, prim, args, params):
         return evaluate(prim, args, params)
-
-    def kernel(self, prim):
-        return impl_for(prim)
 
     def compile(self, program):
         from .lowering import compiled   # (numba.cuda is imported when first used)
