@@ -2,6 +2,7 @@
 from . import primitives as _primitives  # noqa: F401  (declares every primitive)
 from .array import Array  # noqa: F401
 from .abstract import ShapedArray  # noqa: F401
+from . import backend
 from .backend import devices  # noqa: F401
 from . import backends as _backends  # noqa: F401  (registers the cpu and cuda backends)
 from .transforms.jvp import jvp  # noqa: F401
@@ -18,8 +19,7 @@ from .errors import (  # noqa: F401
 def device_put(x, device=None):
     """A copy of a pytree of arrays on `device` (default: the cpu); numpy leaves and
     Python scalars become Arrays there."""
-    from .backend import device_put as put_one
-    return tree_util.tree_map(lambda leaf: put_one(numpy.asarray(leaf), device), x)
+    return tree_util.tree_map(lambda leaf: backend.device_put(numpy.asarray(leaf), device), x)
 
 
 def block_until_ready(x):

@@ -12,7 +12,7 @@ so are numpy's protocols ``__array_ufunc__`` and ``__array_function__``, through
 import numpy as np
 
 from .abstract import ShapedArray
-from .errors import ImmutableArrayError
+from .errors import DeletedArrayError, ImmutableArrayError
 
 
 class Device:
@@ -41,6 +41,40 @@ def immutable_error():
         "fnad Arrays are immutable and do not support item assignment; "
         "use x.at[idx].set(value) (or .add, .multiply, .min, .max), which returns "
         "an updated copy")
+
+
+class DonatedBuffer:
+    """What an Array holds once its buffer was donated to a jitted call (or deleted
+    with `Array.delete()`): every use of it raises DeletedArrayError, numpy conversion
+    included, so no kernel ever reads a buffer that may hold another value now."""
+    __slots__ = ("description",)
+
+    def __init__(self, description):
+        self.description = description
+
+    def _error(self, *args, **kwargs):
+        return DeletedArrayError(
+            f"this Array ({self.description}) was deleted: it was donated to a jitted "
+            f"function (donate_argnums / donate_argnames) or deleted with .delete(), and "
+            f"its buffer may hold one of that call's results now. Use the function's "
+            f"outputs instead, or do not donate arrays you still need.")
+
+    def __getattr__(self, name):
+        raise self._error()
+
+    def __array__(self, dtype=None, copy=None):
+        raise self._error()
+
+    def __len__(self):
+        raise self._error()
+
+    def __bool__(self):
+        raise self._error()
+
+    def __float__(self):
+        raise self._error()
+
+    __int__ = __index__ = __complex__ = __float__
 
 
 _new_array = object.__new__
@@ -174,6 +208,15 @@ class Array:
     def block_until_ready(self):
         """Computation is synchronous on the cpu; kept for JAX compatibility."""
         return self
+
+    def delete(self):
+        """Free this Array's buffer now; any later use raises DeletedArrayError."""
+        value = self._value
+        if type(value) is not DonatedBuffer:
+            self._value = DonatedBuffer(f"{value.dtype.name}{list(value.shape)}")
+
+    def is_deleted(self):
+        return type(self._value) is DonatedBuffer
 
     def __reduce__(self):
         # Pickles hold host data: unpickling gives a cpu Array.

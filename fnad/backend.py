@@ -10,8 +10,10 @@ A backend is an object registered here with:
                                       is its array (host operands copied over)
     compile(program)               -> run(*values) -> list of values: a Program compiled
                                       for values of its own
-    executable(closed, out_tree, device) -> call(args) -> the output pytree, or
-                                      OTHER_DEVICE: jit's fast path for Arrays on `device`
+    executable(closed, out_tree, device, donated=()) -> call(args) -> the output
+                                      pytree, or OTHER_DEVICE: jit's fast path for
+                                      Arrays on `device`; the arguments at the `donated`
+                                      positions may lend their buffers to the results
 
 The cpu backend is the host: its arrays are plain `Array`s over numpy buffers, and
 `Primitive.eval` runs a primitive's `impl` on them without consulting this registry.

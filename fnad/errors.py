@@ -85,3 +85,8 @@ class ResourceError(FnadError, MemoryError):
     address it, and its iteration count may not fit an int64), or one the compiled
     program would allocate that exceeds the machine's memory. Raised when the program
     is compiled, before any loop starts; the message names the shape, dtype and size."""
+
+
+class DeletedArrayError(FnadError, RuntimeError):
+    """An Array donated to a jitted function (donate_argnums) was used after the call:
+    its buffer may hold one of the call's results now."""

@@ -78,7 +78,7 @@ class NumpyBackend:
     def compile(self, program):
         return _interpret(program)
 
-    def executable(self, closed, out_tree, device):
+    def executable(self, closed, out_tree, device, donated=()):
         run = self.compile(closed.program)
 
         def call(args):

@@ -225,6 +225,8 @@ class KernelSource:
         self.outputs = []           # (Var, axes reduced or None)
         self.output_dtypes = []     # dtype of each output array
         self.reduce_identity = {}   # output slot -> initial value of a partial reduction
+        self.reads = {}             # external Var -> the index tuples it is read at
+        self.index = tuple(idx)     # the loop nest's index: where every output is stored
         names, index_of = {}, {}
         hoisted, loads, body, acc_init, acc_final = [], [], [], [], []
         accumulators = []           # (name, combine, dtype) of the scalar accumulators
@@ -245,6 +247,7 @@ class KernelSource:
                 sub = ["0" if n == 1 and shape[lead + k] != 1 else idx[lead + k]
                        for k, n in enumerate(src.aval.shape)]
             key = (src, tuple(sub))
+            self.reads.setdefault(src, set()).add(tuple(sub))
             if key not in names:
                 if src not in self.inputs:
                     self.inputs.append(src)

@@ -14,6 +14,7 @@ from .. import backend, config
 from ..abstract import ShapedArray
 from ..array import Array
 from ..cache import register
+from ..errors import ArgnumsError
 from ..core import EVAL, Tracer, current_trace
 from ..tree_util import tree_flatten, tree_unflatten
 from ..transforms._util import as_value, check_argnums, resolve_argnums
@@ -26,12 +27,17 @@ from .staging import stage
 class Jitted:
     """The function returned by fnad.jit."""
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=()):
+    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
+                 donate_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.static_argnums = check_argnums(static_argnums, "jit", "static_argnums", True)[1]
         self.static_argnames = _as_tuple(static_argnames)
         self.donate_argnums = check_argnums(donate_argnums, "jit", "donate_argnums", True)[1]
+        self.donate_argnames = _as_tuple(donate_argnames)
+        _check_donation(self.static_argnums, self.donate_argnums, self.static_argnames,
+                        self.donate_argnames)
+        self.donating = {}          # trace key -> the backend executable lending buffers
         # At most config.trace_cache_size traces, the least recently used dropped first;
         # a fast-path entry (its call's trace_key names its trace) goes with its trace.
         self.cache = collections.OrderedDict()  # trace key -> (ClosedProgram, out tree)
@@ -102,6 +108,7 @@ class Jitted:
     def clear_cache(self):
         """Forget this function's traces (as JAX's jitted functions do)."""
         self.cache.clear()
+        self.donating.clear()
         for fast in self.fast_by_x64:
             fast.clear()
 
@@ -126,6 +133,9 @@ class Jitted:
         return closed, out_tree_cell[0]
 
     def __call__(self, *args, **kwargs):
+        if (self.donate_argnums or self.donate_argnames) and current_trace() is EVAL \
+                and not config.disable_jit:
+            return self._call_donating(args, kwargs)
         if not kwargs and current_trace() is EVAL and not config.disable_jit:
             # The fast path: Arrays in, nothing to transform. The key is cheap to
             # build and the compiled driver is called directly, without bind.
@@ -158,6 +168,45 @@ class Jitted:
             self.fast_by_x64[config.enable_x64][key] = fast
             self._bound()
         return out
+
+    def _call_donating(self, args, kwargs):
+        """A call outside any transform that consumes its donated arguments: their
+        Arrays are deleted afterwards, and the backend may write results into their
+        buffers meanwhile (the cpu backend does, where no one else holds them)."""
+        trace_key, (closed, out_tree), flat = self._stage_keyed(args, kwargs)
+        donated = self._donated_leaves(args, kwargs)
+        arrays = all(isinstance(x, Array) for x in flat)
+        devices = {x.device for x in flat} if arrays else ()
+        if arrays and len(devices) == 1 \
+                and not any(isinstance(c, Tracer) for c in closed.consts):
+            run = self.donating.get(trace_key)
+            if run is None:
+                run = self.donating[trace_key] = backend.of(flat[0]).executable(
+                    closed, out_tree, flat[0].device if flat else None, donated)
+            out = run(flat)
+        else:
+            out = tree_unflatten(out_tree, call(closed, *flat))
+        for position in donated:
+            if isinstance(flat[position], Array):
+                flat[position].delete()
+        return out
+
+    def _donated_leaves(self, args, kwargs):
+        """The positions, among the flattened dynamic arguments, of the donated leaves."""
+        _, positions, dynamic, dyn_kwargs, _ = self._split(args, kwargs)
+        donate = set(resolve_argnums(self.donate_argnums, len(args), "jit", "donate_argnums"))
+        leaves, start = [], 0
+        for i, value in zip(positions, dynamic):
+            n = len(tree_flatten(value)[0])
+            if i in donate:
+                leaves += range(start, start + n)
+            start += n
+        for name in sorted(dyn_kwargs):      # (dicts flatten in sorted key order)
+            n = len(tree_flatten(dyn_kwargs[name])[0])
+            if name in self.donate_argnames:
+                leaves += range(start, start + n)
+            start += n
+        return tuple(leaves)
 
     def lower(self, *args, **kwargs):
         (closed, _), _ = self._stage(args, kwargs)
@@ -198,14 +247,21 @@ class Lowered:
         return self.executable
 
 
-def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=()):
+def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
+        donate_argnames=()):
     """Stage `fun` into a Program on its first call for each input shape/dtype, and run
-    the compiled program afterwards. Usable as @jit or @jit(static_argnums=...)."""
+    the compiled program afterwards. Usable as @jit or @jit(static_argnums=...).
+
+    Arguments named by donate_argnums / donate_argnames are consumed by each call made
+    outside any transform: their Arrays are deleted afterwards (using one raises
+    DeletedArrayError), and the cpu backend writes results of the same shape and
+    dtype into their buffers instead of allocating new ones, as JAX does."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
-                                 donate_argnums=donate_argnums)
-    return Jitted(fun, static_argnums, static_argnames, donate_argnums)
+                                 donate_argnums=donate_argnums,
+                                 donate_argnames=donate_argnames)
+    return Jitted(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
 
 
 def make_jaxpr(fun, static_argnums=()):
@@ -213,6 +269,19 @@ def make_jaxpr(fun, static_argnums=()):
     def staged(*args, **kwargs):
         return Jitted(fun, static_argnums).trace(*args, **kwargs)
     return staged
+
+
+def _check_donation(static_argnums, donate_argnums, static_argnames, donate_argnames):
+    for what, static, donated in (("argnums", static_argnums, donate_argnums),
+                                  ("argnames", static_argnames, donate_argnames)):
+        both = sorted(set(static) & set(donated))
+        if both:
+            raise ArgnumsError(f"jit: static_{what} and donate_{what} both name {both}: a "
+                               f"static argument is a Python value, not a buffer to donate")
+    for name in donate_argnames:
+        if not isinstance(name, str):
+            raise ArgnumsError(f"jit: donate_argnames must hold argument names (str), got "
+                               f"{name!r} of type {type(name).__name__}")
 
 
 def _as_tuple(x):

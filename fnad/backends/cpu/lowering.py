@@ -45,11 +45,24 @@ stats = {"kernels_compiled": 0, "kernels_loaded": 0, "kernels_failed": 0,
          "programs_lowered": 0}
 
 
-def compiled(program):
+def compiled(program, donated=()):
+    """The program's Executable. With `donated` (input positions), one whose driver
+    may write results into those inputs' buffers when it is called with them in its
+    `donated` argument (jit's donate_argnums); see Executable."""
+    if donated:
+        table = _donating.setdefault(program, {})
+        exe = table.get(donated)
+        if exe is None:
+            exe = table[donated] = Executable(program, donated)
+        return exe
     exe = _executables.get(program)
     if exe is None:
         exe = _executables[program] = Executable(program)
     return exe
+
+
+_donating = weakref.WeakKeyDictionary()     # Program -> {donated positions: Executable}
+register(_donating.clear)
 
 
 # Numba's workqueue threading layer (its fallback where neither TBB nor OpenMP is
@@ -142,8 +155,13 @@ class _FirstKernelCall:
             values = [a.value if isinstance(a, Literal) else env[a] for a in e.inputs]
             env[e.outputs[0]] = e.prim.impl(*values, **e.params)
         outs = args[len(self.inputs):len(self.inputs) + len(self.outputs)]
-        for (var, _), out in zip(self.outputs, outs):
-            out[...] = env[var]
+        results = [env[var] for var, _ in self.outputs]
+        if any(np.may_share_memory(out, x) for out in outs for x in args[:len(self.inputs)]):
+            # An output is the buffer of a donated input, which another result may be a
+            # view of: every result is copied out before any is stored.
+            results = [np.array(r) for r in results]
+        for out, result in zip(outs, results):
+            out[...] = result
 
 
 _pending = []
@@ -179,13 +197,20 @@ def wait_for_compiles():
 # --------------------------------------------------------------------------- driver
 
 class Executable:
-    """A Program lowered to a Python driver over fused kernels and library calls."""
+    """A Program lowered to a Python driver over fused kernels and library calls.
 
-    def __init__(self, program):
+    Inputs at the `donated` positions may lend their buffers to the results of a fused
+    kernel of the same shape and dtype: the driver writes a result into an input it is
+    given in its `donated` argument when nothing after that kernel reads the input and
+    the kernel itself reads it only at the element it writes (a loop nest loads every
+    value of an iteration before it stores any)."""
+
+    def __init__(self, program, donated=()):
         stats["programs_lowered"] += 1
         self.namespace = {"np": np}
         steps = partition(program)
         materialize = materialized(program, steps)
+        self.lenders = _lenders(program, steps, donated)
         check_sizes(program, [o for step in steps if isinstance(step, Group)
                               for e in step.eqns for o in e.outputs
                               if o in materialize[step] or e.prim.reduction is not None],
@@ -210,7 +235,8 @@ class Executable:
             else:
                 lines += self._library_call(step, name, names)
         outs = ", ".join(name(a) for a in program.outputs)
-        args = ", ".join(f"a{i}" for i in range(len(program.invars)))
+        args = ", ".join([f"a{i}" for i in range(len(program.invars))]
+                         + (["donated=()"] if donated else []))
         driver = [f"def run({args}):"] + ["    " + line for line in lines] + \
             [f"    return [{outs}]"]
         self.driver_source = "\n".join(driver) + "\n"
@@ -229,7 +255,11 @@ class Executable:
         k = f"k{len(kernel_sources)}"
         size = int(np.prod(group.shape, dtype=np.int64))
         large = size >= PARALLEL_MIN_ELEMENTS
-        if size >= BLOCKED_MIN_ELEMENTS and chunked.eligible(group):
+        blocked = size >= BLOCKED_MIN_ELEMENTS and chunked.eligible(group)
+        lenders = [] if blocked else [
+            (i, v, aliases) for i, v, aliases in self.lenders.get(group, ())
+            if kernel.reads.get(v, {kernel.index}) == {kernel.index}]
+        if blocked:
             # Math-library-heavy: numpy's SIMD ufuncs over cache-sized blocks.
             source = chunked.chunked_source(group, kernel, materialize, self.namespace, k,
                                             parallel=large)
@@ -246,9 +276,18 @@ class Executable:
         for slot, (var, axes) in enumerate(kernel.outputs):
             v = names[var] = f"v{len(names)}"
             shape, dtype = var.aval.shape, kernel.output_dtypes[slot]
+            lender = next((lent for lent in lenders if lent[1].aval == var.aval), None)
             if slot in kernel.reduce_identity:
                 self.namespace[f"fill_{v}"] = kernel.reduce_identity[slot]
                 lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
+            elif lender is not None and dtype == var.aval.dtype:
+                lenders.remove(lender)
+                i, _, aliases = lender
+                # A view of the input taken earlier must not see the result.
+                free = "".join(f" and not np.may_share_memory(a{i}, {names[a]})"
+                               for a in aliases)
+                lines.append(f"{v} = a{i} if {i} in donated{free} else "
+                             f"np.empty({shape!r}, np.{dtype.name})")
             else:
                 lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
             if dtype != var.aval.dtype:     # partial sums kept wider: round them once
@@ -276,8 +315,36 @@ class Executable:
         return lines + [f"{o} = np.asarray({o})" for o, v in zip(outs, e.outputs)
                         if not v.aval.shape]
 
-    def __call__(self, *args):
-        out = self.run(*args)
+    def __call__(self, *args, donated=()):
+        out = self.run(*args, donated=donated) if donated else self.run(*args)
         if _pending:
             start_pending_compiles()
         return out
+
+
+def _lenders(program, steps, donated):
+    """{group: [(input position, Var, aliases)]}: the donated inputs whose buffer a
+    group may write a result into. Library kernels may return views of their operands,
+    so an input's possible aliases are the outputs of library steps reading it or one
+    of them; the group must be the last step reading the input or any of these, and
+    the driver checks at run time that none of them shares the input's memory.
+    Whether the group reads the input only element by element is for its KernelSource
+    to say. float16 inputs are left alone (the cpu kernels see them as their bits)."""
+    if not donated:
+        return {}
+    returned = {a for a in program.outputs if not isinstance(a, Literal)}
+    lenders = {}
+    for i in donated:
+        v = program.invars[i]
+        if v.aval.dtype == np.float16 or not v.aval.shape or v in returned:
+            continue
+        aliases, last = [], None
+        for k, step in enumerate(steps):
+            eqns = step.eqns if isinstance(step, Group) else [step]
+            if any(a is v or a in aliases for e in eqns for a in e.inputs):
+                last = k
+                if not isinstance(step, Group):
+                    aliases += step.outputs
+        if last is not None and isinstance(steps[last], Group):
+            lenders.setdefault(steps[last], []).append((i, v, aliases))
+    return lenders

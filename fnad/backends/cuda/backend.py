@@ -33,9 +33,10 @@ class CudaBackend:
         from .lowering import compiled   # (numba.cuda is imported when first used)
         return compiled(program)
 
-    def executable(self, closed, out_tree, device):
+    def executable(self, closed, out_tree, device, donated=()):
         """jit's fast path for arguments on a GPU: the program's cuda executable on
-        device arrays, its host constants uploaded once."""
+        device arrays, its host constants uploaded once. (Donated arrays are deleted
+        by jit after the call; their buffers are not reused here.)"""
         run = self.compile(closed.program)
         consts = [device_value(c, device.id) for c in closed.consts]
 

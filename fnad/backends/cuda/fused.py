@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from ...abstract import ShapedArray
 from ...program import Equation, Var
 from ...kernels.cpu import elementwise as cpu_elementwise
 from ..fusion import Group, KernelSource, unflatten
@@ -102,7 +103,6 @@ def elementwise_impl(prim):
     """The eager cuda implementation of a primitive with a scalar expression or an
     index map: a fused kernel of one equation."""
     def impl(*values, **params):
-        from ...abstract import ShapedArray
         in_avals = tuple(ShapedArray(v.shape, v.dtype) for v in values)
         kernel, order = _single(prim, in_avals, tuple(sorted(params.items())))
         return kernel(*[values[i] for i in order])[0]

@@ -9,6 +9,7 @@ import functools
 
 import numpy as np
 
+from ...abstract import ShapedArray
 from ..fusion import accumulator_dtype, literal
 from . import fused, runtime
 
@@ -92,5 +93,4 @@ def reduction_impl(prim):
 
 
 def _aval(x):
-    from ...abstract import ShapedArray
     return ShapedArray(x.shape, x.dtype)
