@@ -70,10 +70,5 @@ def to_device(value, device_id=0):
         return module.to_device(value)
 
 
-def is_device_array(x):
-    module = cuda()
-    return module is not None and module.is_cuda_array(x)
-
-
 def synchronize():
     cuda().synchronize()
