@@ -8,7 +8,7 @@ stay single compiled calls. Its cpu kernel is the cpu backend's compiled program
 from ..backend import host_kernel
 from ..core import Primitive
 from ..transforms.batching import moveaxis_to
-from .programs import batched_program, dependent, jvp_program, vjp_program
+from .programs import batched_program_as_traced, jvp_program, vjp_program
 
 
 def call(closed, *args):
@@ -41,10 +41,9 @@ def _jit_call_batch(args, batch_dims, program):
     # vmap(jit(f)) stays one compiled call: jit the vmapped program.
     size = next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
     in_batched = tuple(d is not None for d in batch_dims)
-    out_batched = dependent(program, in_batched)
+    closed, out_batched = batched_program_as_traced(program, in_batched, size)
     moved = [x if d is None else moveaxis_to(x, d, 0) for x, d in zip(args, batch_dims)]
-    outs = call(batched_program(program, in_batched, out_batched, size), *moved)
-    return outs, [0 if b else None for b in out_batched]
+    return call(closed, *moved), [0 if b else None for b in out_batched]
 
 
 jit_call_p = Primitive(

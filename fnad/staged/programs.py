@@ -65,9 +65,9 @@ def vjp_program(program, ct_mask):
     return stage(fun, avals + [a for a, m in zip(out_avals, ct_mask) if m])
 
 
-def vmapped(program, args, in_batched, out_batched, size):
+def _batch_traced(program, args, in_batched, size):
     """Evaluate program, in the current interpreter, on args with a leading batch axis
-    where in_batched; the outputs have one where out_batched."""
+    where in_batched: [(output, whether it is batched)], batched ones along axis 0."""
     trace = BatchTrace(current_trace(), size)
     xs = [BatchTracer(trace, x, 0) if b else x for x, b in zip(args, in_batched)]
     try:
@@ -75,13 +75,19 @@ def vmapped(program, args, in_batched, out_batched, size):
             outs = evaluate(program, xs)
     finally:
         trace.alive = False
+    return [(moveaxis_to(o.value, o.batch_dim, 0), True)
+            if type(o) is BatchTracer and o._trace is trace else (o, False) for o in outs]
+
+
+def vmapped(program, args, in_batched, out_batched, size):
+    """_batch_traced with the outputs batched exactly where out_batched says (it must
+    include every output the batched inputs reach)."""
     result = []
-    for o, b in zip(outs, out_batched):
-        if type(o) is BatchTracer and o._trace is trace:
-            assert b, "an output batched against the dataflow analysis"
-            result.append(moveaxis_to(o.value, o.batch_dim, 0))
-        else:
-            result.append(broadcast_batch(as_value(o, "vmap output"), size) if b else o)
+    for (o, batched), wanted in zip(_batch_traced(program, args, in_batched, size),
+                                    out_batched):
+        assert wanted or not batched, "an output batched against the dataflow analysis"
+        result.append(broadcast_batch(as_value(o, "vmap output"), size)
+                      if wanted and not batched else o)
     return result
 
 
@@ -93,3 +99,20 @@ def batched_program(program, in_batched, out_batched, size):
     avals = [ShapedArray((size,) + a.shape, a.dtype) if b else a
              for a, b in zip(program.in_avals, in_batched)]
     return stage(lambda *xs: vmapped(program, xs, in_batched, out_batched, size), avals)
+
+
+@per_program
+def batched_program_as_traced(program, in_batched, size):
+    """The staged vmap with each output batched only where tracing finds it batched
+    (finer than `dependent`, which sees a multi-output equation as one): returns the
+    program and which outputs have a batch axis (at 0)."""
+    avals = [ShapedArray((size,) + a.shape, a.dtype) if b else a
+             for a, b in zip(program.in_avals, in_batched)]
+    found = []
+
+    def fun(*xs):
+        pairs = _batch_traced(program, xs, in_batched, size)
+        found[:] = [b for _, b in pairs]
+        return [o for o, _ in pairs]
+    closed = stage(fun, avals)
+    return closed, tuple(found)
