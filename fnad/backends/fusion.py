@@ -217,175 +217,193 @@ class KernelSource:
     float32 in the kernel, rounded to float16 precision where computed."""
 
     def __init__(self, group, materialize, *, keep_accumulators=False, half=False):
-        shape = group.shape
-        rank = len(shape)
-        nest = LoopNest(shape)
-        idx = nest.index
+        self.shape, self.rank = group.shape, len(group.shape)
+        self.nest = LoopNest(group.shape)
+        self.half, self.keep_accumulators = half, keep_accumulators
         self.inputs = []            # external Vars, in argument order
         self.outputs = []           # (Var, axes reduced or None)
         self.output_dtypes = []     # dtype of each output array
         self.reduce_identity = {}   # output slot -> initial value of a partial reduction
         self.reads = {}             # external Var -> the index tuples it is read at
-        self.index = tuple(idx)     # the loop nest's index: where every output is stored
-        names, index_of = {}, {}
-        hoisted, loads, body, acc_init, acc_final = [], [], [], [], []
-        accumulators = []           # (name, combine, dtype) of the scalar accumulators
-
-        def is_half(dtype):
-            return half and dtype == _FLOAT16
-
-        def in_kernel(dtype):
-            return np.dtype(np.float32) if is_half(dtype) else np.dtype(dtype)
-
-        def load(a):
-            """Read an external value at the current iteration point."""
-            if a in index_of:
-                src, sub = index_of[a]
-            else:
-                src, lead = a, rank - len(a.aval.shape)
-                # numpy broadcasting: align right; size-1 axes read index 0
-                sub = ["0" if n == 1 and shape[lead + k] != 1 else idx[lead + k]
-                       for k, n in enumerate(src.aval.shape)]
-            key = (src, tuple(sub))
-            self.reads.setdefault(src, set()).add(tuple(sub))
-            if key not in names:
-                if src not in self.inputs:
-                    self.inputs.append(src)
-                arg = f"in{self.inputs.index(src)}"
-                names[key] = f"x{len(names)}"
-                read = f"{arg}[{', '.join(sub) if sub else '()'}]"
-                if is_half(src.aval.dtype):
-                    read = f"half.to_float({read})"
-                line = f"{names[key]} = {read}"
-                # Reads that do not depend on the loop indices happen once, up front
-                # (this also keeps 0-d arrays out of Numba's parallel loop bodies).
-                (loads if any(i in nest.looped for i in sub) else hoisted).append(line)
-            return names[key]
-
-        def value(a):
-            if isinstance(a, Literal):
-                return literal(a.value, half)
-            return names[a] if a in names else load(a)
-
-        def add_output(var, axes, dtype):
-            self.outputs.append((var, axes))
-            self.output_dtypes.append(np.dtype(dtype))
-            return len(self.outputs) - 1
-
-        def stored(t, dtype):
-            return f"half.to_bits({t})" if is_half(dtype) else t
-
-        def store(var, t):
-            slot = add_output(var, None, var.aval.dtype)
-            body.append(f"out{slot}[{', '.join(idx) if idx else '()'}] = "
-                        + stored(t, var.aval.dtype))
-
+        self.index = tuple(self.nest.index)     # where every output is stored
+        self.names, self.index_of = {}, {}
+        # The loop body's pieces (backends may wrap them in their own iteration): reads
+        # independent of the loop indices, reads at each iteration, the computation.
+        self.hoisted, self.loads, self.body = [], [], []
+        self.acc_init, self.acc_final = [], []
+        self.accumulators = []      # (name, combine, dtype) of the scalar accumulators
         for e in group.eqns:
-            out = e.outputs[0]
             if e.prim.index_map is not None:
-                src = e.inputs[0]
-                if src in names:    # computed in this loop nest: same shape, same index
-                    names[out] = names[src]
-                    if out in materialize:
-                        store(out, names[out])
-                    continue
-                index_of[out] = (src, e.prim.index_map(idx, src.aval.shape, **e.params))
-                if out in materialize:
-                    names[out] = load(out)
-                    store(out, names[out])
-                continue
-            if _is_fusible_reduction(e):
-                identity, combine = e.prim.reduction[:2]
-                axes = tuple(e.params["axes"])
-                dtype = out.aval.dtype
-                acc_dtype = in_kernel(accumulator_dtype(e.prim.reduction, dtype))
-                start = np.asarray(identity(dtype), acc_dtype)
-                x = value(e.inputs[0])
-                if len(axes) == rank:   # a scalar accumulator, stored once at the end
-                    kept = acc_dtype if keep_accumulators else dtype
-                    slot = add_output(out, axes, kept)
-                    acc = f"acc{slot}"
-                    acc_init.append(f"{acc} = {literal(start)}")
-                    body.append(f"{acc} = " + combine.format(acc=acc, x=x))
-                    accumulators.append((acc, combine, acc_dtype))
-                    if is_half(kept):
-                        final = f"half.to_bits({acc})"     # one rounding, from acc_dtype
-                    else:
-                        final = acc if kept == acc_dtype else f"np.{kept.name}({acc})"
-                    acc_final.append(f"out{slot}[()] = {final}")
-                else:
-                    slot = add_output(out, axes, acc_dtype)
-                    kept = ", ".join(idx[d] for d in range(rank) if d not in axes)
-                    cell = f"out{slot}[{kept}]"
-                    self.reduce_identity[slot] = start[()]
-                    body.append(f"{cell} = " + combine.format(acc=cell, x=x))
-                continue
-            args = [value(a) for a in e.inputs]
-            params = {k: _param(v, half) for k, v in e.params.items()}
-            t = names[out] = f"t{len(body)}"
-            expr = e.prim.scalar.format(*args, **params)
-            if out.aval.dtype.kind in "iu":
-                # Numba widens integer arithmetic; wrap around in the result's own width,
-                # as numpy does
-                expr = f"np.{out.aval.dtype.name}({expr})"
-            elif is_half(out.aval.dtype):
-                expr = f"half.round({expr})"
-            body.append(f"{t} = {expr}")
-            if out in materialize:
-                store(out, t)
-        self.half_args = [k for k, v in enumerate(self.inputs) if is_half(v.aval.dtype)] + \
-            [len(self.inputs) + k for k, d in enumerate(self.output_dtypes) if is_half(d)]
-        # The loop body's pieces, for backends that wrap them in their own iteration.
-        self.hoisted, self.loads, self.body = hoisted, loads, body
-        args = [f"in{k}" for k in range(len(self.inputs))] + \
-            [f"out{k}" for k in range(len(self.outputs))] + [f"n{d}" for d in range(rank)]
-
-        def source(parallel):
-            # Numba's parallel reductions recognize only some forms (a NaN-propagating
-            # max came back as its identity): other scalar accumulators make threads
-            # take chunks of the outer loop, each with its own accumulators, combined
-            # in order afterwards by the declared combine. Where Numba's reduction
-            # applies, a prange over the outer loop itself vectorizes better (the
-            # chunked loop ran up to twice as slow).
-            chunked = parallel and any(c not in NUMBA_REDUCTIONS for _, c, _ in accumulators)
-            lines = [f"def kernel({', '.join(args)}):"] + \
-                ["    " + a for a in nest.prologue + hoisted]
-            pad = "    "
-            outer, count = nest.outer, nest.count
-            if chunked:
-                lines.append(f"{pad}chunks = min({count}, {PARALLEL_CHUNKS})")
-                lines += [f"{pad}{acc}_part = np.empty(chunks, np.{dtype.name})"
-                          for acc, _, dtype in accumulators]
-                lines.append(f"{pad}for chunk in numba.prange(chunks):")
-                pad += "    "
-                lines += [pad + a for a in acc_init]
-                lines.append(f"{pad}for {outer} in range(chunk * {count} // chunks, "
-                             f"(chunk + 1) * {count} // chunks):")
+                self._index_map(e, materialize)
+            elif _is_fusible_reduction(e):
+                self._reduction(e)
             else:
-                lines += [pad + a for a in acc_init]
-                if outer:
-                    loop = "numba.prange" if parallel else "range"
-                    lines.append(f"{pad}for {outer} in {loop}({count}):")
-            inner = pad + "    " if outer else pad
-            lines += [inner + line for line in nest.unflatten]
-            for d in nest.inner:
-                lines.append(f"{inner}for i{d} in range(n{d}):")
-                inner += "    "
-            lines += [inner + line for line in loads + body]
-            if chunked:
-                lines += [f"{pad}{acc}_part[chunk] = {acc}" for acc, _, _ in accumulators]
-                lines += ["    " + a for a in acc_init] + ["    for chunk in range(chunks):"]
-                lines += [f"        {acc} = " + combine.format(acc=acc, x=f"{acc}_part[chunk]")
-                          for acc, combine, _ in accumulators]
-            lines += ["    " + a for a in acc_final]
-            return "\n".join(lines) + "\n"
-        self.source = source(False)
+                self._elementwise(e, materialize)
+        self.half_args = [k for k, v in enumerate(self.inputs) if self._is_half(v.aval.dtype)] \
+            + [len(self.inputs) + k for k, d in enumerate(self.output_dtypes)
+               if self._is_half(d)]
+        self.source = self._source(False)
         # Threads split the outer loop unless two iterations of it could write the
         # same cell of a partial reduction.
-        safe = nest.outer is not None and all(
-            axes is None or len(axes) == rank or not set(nest.outer_dims) & set(axes)
+        safe = self.nest.outer is not None and all(
+            axes is None or len(axes) == self.rank or not set(self.nest.outer_dims) & set(axes)
             for _, axes in self.outputs)
-        self.parallel_source = source(True) if safe else None
+        self.parallel_source = self._source(True) if safe else None
+
+    # ------------------------------------------------------------------ values
+
+    def _is_half(self, dtype):
+        return self.half and dtype == _FLOAT16
+
+    def _in_kernel(self, dtype):
+        return np.dtype(np.float32) if self._is_half(dtype) else np.dtype(dtype)
+
+    def _load(self, a):
+        """Read an external value at the current iteration point."""
+        idx, shape = self.nest.index, self.shape
+        if a in self.index_of:
+            src, sub = self.index_of[a]
+        else:
+            src, lead = a, self.rank - len(a.aval.shape)
+            # numpy broadcasting: align right; size-1 axes read index 0
+            sub = ["0" if n == 1 and shape[lead + k] != 1 else idx[lead + k]
+                   for k, n in enumerate(src.aval.shape)]
+        key = (src, tuple(sub))
+        self.reads.setdefault(src, set()).add(tuple(sub))
+        names = self.names
+        if key not in names:
+            if src not in self.inputs:
+                self.inputs.append(src)
+            arg = f"in{self.inputs.index(src)}"
+            names[key] = f"x{len(names)}"
+            read = f"{arg}[{', '.join(sub) if sub else '()'}]"
+            if self._is_half(src.aval.dtype):
+                read = f"half.to_float({read})"
+            line = f"{names[key]} = {read}"
+            # Reads that do not depend on the loop indices happen once, up front
+            # (this also keeps 0-d arrays out of Numba's parallel loop bodies).
+            looped = any(i in self.nest.looped for i in sub)
+            (self.loads if looped else self.hoisted).append(line)
+        return names[key]
+
+    def _value(self, a):
+        if isinstance(a, Literal):
+            return literal(a.value, self.half)
+        return self.names[a] if a in self.names else self._load(a)
+
+    def _add_output(self, var, axes, dtype):
+        self.outputs.append((var, axes))
+        self.output_dtypes.append(np.dtype(dtype))
+        return len(self.outputs) - 1
+
+    def _store(self, var, t):
+        slot = self._add_output(var, None, var.aval.dtype)
+        idx = self.nest.index
+        stored = f"half.to_bits({t})" if self._is_half(var.aval.dtype) else t
+        self.body.append(f"out{slot}[{', '.join(idx) if idx else '()'}] = {stored}")
+
+    # ------------------------------------------------------------------ equations
+
+    def _index_map(self, e, materialize):
+        out, src = e.outputs[0], e.inputs[0]
+        if src in self.names:   # computed in this loop nest: same shape, same index
+            self.names[out] = self.names[src]
+            if out in materialize:
+                self._store(out, self.names[out])
+            return
+        self.index_of[out] = (src, e.prim.index_map(self.nest.index, src.aval.shape,
+                                                    **e.params))
+        if out in materialize:
+            self.names[out] = self._load(out)
+            self._store(out, self.names[out])
+
+    def _reduction(self, e):
+        out, idx, rank = e.outputs[0], self.nest.index, self.rank
+        identity, combine = e.prim.reduction[:2]
+        axes = tuple(e.params["axes"])
+        dtype = out.aval.dtype
+        acc_dtype = self._in_kernel(accumulator_dtype(e.prim.reduction, dtype))
+        start = np.asarray(identity(dtype), acc_dtype)
+        x = self._value(e.inputs[0])
+        if len(axes) == rank:   # a scalar accumulator, stored once at the end
+            kept = acc_dtype if self.keep_accumulators else dtype
+            slot = self._add_output(out, axes, kept)
+            acc = f"acc{slot}"
+            self.acc_init.append(f"{acc} = {literal(start)}")
+            self.body.append(f"{acc} = " + combine.format(acc=acc, x=x))
+            self.accumulators.append((acc, combine, acc_dtype))
+            if self._is_half(kept):
+                final = f"half.to_bits({acc})"     # one rounding, from acc_dtype
+            else:
+                final = acc if kept == acc_dtype else f"np.{kept.name}({acc})"
+            self.acc_final.append(f"out{slot}[()] = {final}")
+        else:
+            slot = self._add_output(out, axes, acc_dtype)
+            kept = ", ".join(idx[d] for d in range(rank) if d not in axes)
+            cell = f"out{slot}[{kept}]"
+            self.reduce_identity[slot] = start[()]
+            self.body.append(f"{cell} = " + combine.format(acc=cell, x=x))
+
+    def _elementwise(self, e, materialize):
+        out = e.outputs[0]
+        args = [self._value(a) for a in e.inputs]
+        params = {k: _param(v, self.half) for k, v in e.params.items()}
+        t = self.names[out] = f"t{len(self.body)}"
+        expr = e.prim.scalar.format(*args, **params)
+        if out.aval.dtype.kind in "iu":
+            # Numba widens integer arithmetic; wrap around in the result's own width,
+            # as numpy does
+            expr = f"np.{out.aval.dtype.name}({expr})"
+        elif self._is_half(out.aval.dtype):
+            expr = f"half.round({expr})"
+        self.body.append(f"{t} = {expr}")
+        if out in materialize:
+            self._store(out, t)
+
+    # ------------------------------------------------------------------ source
+
+    def _source(self, parallel):
+        # Numba's parallel reductions recognize only some forms (a NaN-propagating max
+        # came back as its identity): other scalar accumulators make threads take
+        # chunks of the outer loop, each with its own accumulators, combined in order
+        # afterwards by the declared combine. Where Numba's reduction applies, a prange
+        # over the outer loop itself vectorizes better (the chunked loop ran up to
+        # twice as slow).
+        nest, accumulators, acc_init = self.nest, self.accumulators, self.acc_init
+        chunked = parallel and any(c not in NUMBA_REDUCTIONS for _, c, _ in accumulators)
+        args = [f"in{k}" for k in range(len(self.inputs))] + \
+            [f"out{k}" for k in range(len(self.outputs))] + [f"n{d}" for d in range(self.rank)]
+        lines = [f"def kernel({', '.join(args)}):"] + \
+            ["    " + a for a in nest.prologue + self.hoisted]
+        pad = "    "
+        outer, count = nest.outer, nest.count
+        if chunked:
+            lines.append(f"{pad}chunks = min({count}, {PARALLEL_CHUNKS})")
+            lines += [f"{pad}{acc}_part = np.empty(chunks, np.{dtype.name})"
+                      for acc, _, dtype in accumulators]
+            lines.append(f"{pad}for chunk in numba.prange(chunks):")
+            pad += "    "
+            lines += [pad + a for a in acc_init]
+            lines.append(f"{pad}for {outer} in range(chunk * {count} // chunks, "
+                         f"(chunk + 1) * {count} // chunks):")
+        else:
+            lines += [pad + a for a in acc_init]
+            if outer:
+                loop = "numba.prange" if parallel else "range"
+                lines.append(f"{pad}for {outer} in {loop}({count}):")
+        inner = pad + "    " if outer else pad
+        lines += [inner + line for line in nest.unflatten]
+        for d in nest.inner:
+            lines.append(f"{inner}for i{d} in range(n{d}):")
+            inner += "    "
+        lines += [inner + line for line in self.loads + self.body]
+        if chunked:
+            lines += [f"{pad}{acc}_part[chunk] = {acc}" for acc, _, _ in accumulators]
+            lines += ["    " + a for a in acc_init] + ["    for chunk in range(chunks):"]
+            lines += [f"        {acc} = " + combine.format(acc=acc, x=f"{acc}_part[chunk]")
+                      for acc, combine, _ in accumulators]
+        lines += ["    " + a for a in self.acc_final]
+        return "\n".join(lines) + "\n"
 
 
 def materialized(program, steps):
