@@ -55,7 +55,7 @@ import numpy as np
 
 from .array import Array
 from .errors import FileFormatError  # noqa: F401 (re-exported as fnad.io.FileFormatError)
-from .tree_util import tree_flatten, _registry
+from .tree_util import is_registered_node, tree_flatten
 
 _DTYPE_CODES = {
     "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
@@ -296,7 +296,7 @@ def _encode(x, path, tensors, names):
         return {"t": "float", "v": float.hex(x)}    # exact, and covers nan and inf
     if isinstance(x, str):
         return {"t": "str", "v": x}
-    if type(x) is dict or (isinstance(x, dict) and type(x) not in _registry):
+    if type(x) is dict or (isinstance(x, dict) and not is_registered_node(type(x))):
         keys = list(x)
         for k in keys:
             if not isinstance(k, (str, int)) or isinstance(k, bool):
@@ -305,7 +305,7 @@ def _encode(x, path, tensors, names):
         keys = sorted(keys, key=lambda k: (isinstance(k, str), k))
         return {"t": "dict", "keys": [[type(k).__name__, k] for k in keys],
                 "c": [_encode(x[k], path + (k,), tensors, names) for k in keys]}
-    if isinstance(x, tuple) and hasattr(type(x), "_fields") and type(x) not in _registry:
+    if isinstance(x, tuple) and hasattr(type(x), "_fields") and not is_registered_node(type(x)):
         cls = type(x)
         return {"t": "namedtuple", "module": cls.__module__, "name": cls.__qualname__,
                 "fields": list(cls._fields),

@@ -19,6 +19,12 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func):
     return nodetype
 
 
+def is_registered_node(nodetype):
+    """Whether `nodetype` is a registered pytree node type (dict, tuple, list, None and
+    those given to register_pytree_node), not a leaf."""
+    return nodetype in _registry
+
+
 def register_pytree_node_class(cls):
     """Class decorator: the class provides ``tree_flatten()`` and the classmethod
     ``tree_unflatten(aux_data, children)``."""

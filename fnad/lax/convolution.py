@@ -15,7 +15,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import numpy as fnp
 from ..core import Tracer
+from ..numpy._core import as_operand
+from .operators import add as lax_add, max as lax_max, min as lax_min
 from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import window as _K
 from ..primitives import conv as _C
@@ -32,7 +35,6 @@ class ConvDimensionNumbers(NamedTuple):
 
 
 def _operand(x):
-    from ..numpy._core import as_operand
     return as_operand(x)
 
 
@@ -232,9 +234,7 @@ def _computation(computation):
     if isinstance(computation, str):
         kind = {"max": "max", "min": "min", "add": "add", "sum": "add"}.get(computation.lower())
     else:
-        from .. import lax
-        from .. import numpy as fnp
-        table = {lax.max: "max", lax.min: "min", lax.add: "add", np.maximum: "max",
+        table = {lax_max: "max", lax_min: "min", lax_add: "add", np.maximum: "max",
                  np.minimum: "min", np.add: "add", operator.add: "add", max: "max", min: "min",
                  fnp.maximum: "max", fnp.minimum: "min", fnp.add: "add"}
         kind = next((k for f, k in table.items() if f is computation), None)

@@ -5,8 +5,9 @@ import numpy as np
 
 from .. import numpy as fnp
 from ..numpy._core import promote_inexact, as_operand
-from ..scipy.special import logsumexp as _logsumexp, expit
-from ..lax import stop_gradient
+# softmax and log_softmax are scipy.special's (their owner), as in JAX both namespaces
+# have them.
+from ..scipy.special import erf, expit, log_softmax, logsumexp as _logsumexp, softmax  # noqa: F401
 
 
 def relu(x):
@@ -44,22 +45,7 @@ def gelu(x, approximate=True):
     if approximate:
         c = math.sqrt(2 / math.pi)
         return 0.5 * x * (1 + fnp.tanh(c * (x + 0.044715 * x ** 3)))
-    from ..scipy.special import erf
     return 0.5 * x * (1 + erf(x / math.sqrt(2)))
-
-
-def softmax(x, axis=-1):
-    x, = promote_inexact(x)
-    # Shifting by the max leaves softmax unchanged and keeps exp from overflowing.
-    shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))
-    e = fnp.exp(shifted)
-    return e / fnp.sum(e, axis=axis, keepdims=True)
-
-
-def log_softmax(x, axis=-1):
-    x, = promote_inexact(x)
-    shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))
-    return shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True))
 
 
 def logsumexp(x, axis=None, keepdims=False):

@@ -54,14 +54,18 @@ def xlog1py(x, y):
     return fnp.where(x == 0, 0, x * fnp.log1p(safe_y))
 
 
-def log_softmax(x, axis=-1):
-    from ..nn import log_softmax as _log_softmax
-    return _log_softmax(x, axis)
-
-
 def softmax(x, axis=-1):
-    from ..nn import softmax as _softmax
-    return _softmax(x, axis)
+    x, = promote_inexact(x)
+    # Shifting by the max leaves softmax unchanged and keeps exp from overflowing.
+    shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))
+    e = fnp.exp(shifted)
+    return e / fnp.sum(e, axis=axis, keepdims=True)
+
+
+def log_softmax(x, axis=-1):
+    x, = promote_inexact(x)
+    shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))
+    return shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True))
 
 
 __all__ = ["logsumexp", "expit", "logit", "erf", "erfc", "xlogy", "xlog1py", "softmax",

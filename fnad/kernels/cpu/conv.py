@@ -30,6 +30,8 @@ import numba
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..threads import run_blocks
+
 
 def out_size(n, k, stride, lo, hi, lhs_dilation=1, rhs_dilation=1):
     """Length of a convolution (or window) output along one axis."""
@@ -56,7 +58,7 @@ def dilate_pad(x, padding, dilation=None, fill=0, lead=0):
                             for g, (lo, hi) in zip(grown, padding))]
 
 
-def _via_float32(kernel):
+def via_float32(kernel):
     """Numba has no float16 arithmetic: half-precision operands run in float32."""
     @functools.wraps(kernel)
     def run(*args, **params):
@@ -77,17 +79,16 @@ def _via_float32(kernel):
 PARALLEL_MIN_ELEMENTS = 1 << 22
 
 
-def _by_rows(kernel, table, *args, work=None):
+def by_rows(kernel, table, *args, work=None):
     """kernel(table, *args, r0, r1) over the table's rows, on all cores when large
     (`work`: the elements touched, if not the table's size)."""
-    from ..threads import run_blocks
     run_blocks(lambda r0, r1: kernel(table, *args, r0, r1), table.shape[0],
                parallel=(table.size if work is None else work) >= PARALLEL_MIN_ELEMENTS)
 
 
 # --------------------------------------------------------------------------- convolution
 
-@_via_float32
+@via_float32
 def conv(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, feature_group_count):
     groups = feature_group_count
     n, o = lhs.shape[0], rhs.shape[0]
@@ -244,7 +245,7 @@ def _conv_long_window(lhs, rhs, padding, out_spatial, dtype):
     out = np.empty((m * o, starts.size), dtype)
     # work in windowed-kernel elements: 16 vectorized multiply-adds take about the time
     # of one (0.35 ms for LeNet's 12.8M, measured)
-    _by_rows(_dot_rows, out, x.reshape(m, c, h * w), kernel.reshape(o, c, ka * w), span,
+    by_rows(_dot_rows, out, x.reshape(m, c, h * w), kernel.reshape(o, c, ka * w), span,
              starts, work=c * span * out.size // 16)
     return out.reshape((m, o) + tuple(out_spatial))
 
@@ -351,7 +352,7 @@ def _conv_scatter_channels_last(x, rhs, padding, out_spatial, dtype):
     kernel = np.moveaxis(rhs[:, :, :, ::-1], 0, -1).reshape(c, kh * kw * o)
     products = np.matmul(x.reshape(n * h * w, c), kernel).reshape(n, h, w, kh, kw * o)
     out = np.zeros((n,) + tuple(out_spatial) + (o,), dtype)
-    _by_rows(_col2im_channels_last, products, padding[0][0], padding[1][0] - (kw - 1), o,
+    by_rows(_col2im_channels_last, products, padding[0][0], padding[1][0] - (kw - 1), o,
              out.reshape(n, out_spatial[0], -1))
     return np.moveaxis(out, -1, 1)
 

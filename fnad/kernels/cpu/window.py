@@ -11,7 +11,7 @@ import functools
 import numba
 import numpy as np
 
-from .conv import _by_rows, _via_float32, dilate_pad, out_size
+from .conv import by_rows, via_float32, dilate_pad, out_size
 
 
 MAX, MIN, SUM = 0, 1, 2
@@ -100,7 +100,7 @@ class _Windows:
     def select(self, op):
         chosen = np.zeros(self.out3, np.int64)
         if chosen.size:
-            _by_rows(_select_rows, self.table, self.starts, self.offsets, self.step,
+            by_rows(_select_rows, self.table, self.starts, self.offsets, self.step,
                      op == MAX, chosen)
         return chosen.reshape(self.out3[0], -1) if chosen.size else chosen.reshape(
             self.out3[0], 0)
@@ -118,23 +118,23 @@ def _scalar_safe(kernel):
     return run
 
 
-@_via_float32
+@via_float32
 @_scalar_safe
 def reduce_window(x, op, window, strides, padding):
     pairs = _pairs_of_rows(x, window, strides, padding)
     if pairs is not None:
         x4, shape, perm = pairs
         out = np.empty((x4.shape[0], x4.shape[1] // 2, x4.shape[2] // 2, x4.shape[3]), x.dtype)
-        _by_rows(_pool_pairs, x4, op, out)
+        by_rows(_pool_pairs, x4, op, out)
         return _restored(out.reshape(shape), perm)
     w = _Windows(x, window, strides, padding, identity(op, x.dtype))
     out = np.empty(w.out3, x.dtype)
     if out.size:
-        _by_rows(_reduce_rows, w.table, w.starts, w.offsets, w.step, op, out)
+        by_rows(_reduce_rows, w.table, w.starts, w.offsets, w.step, op, out)
     return w.restore(out)
 
 
-@_via_float32
+@via_float32
 @_scalar_safe
 def select_and_gather(t, x, op, window, strides, padding):
     """Per window, t at the position of x's first maximum (op MAX) or minimum."""
@@ -144,7 +144,7 @@ def select_and_gather(t, x, op, window, strides, padding):
     return w.restore(np.take_along_axis(tp.reshape(w.table.shape), chosen, axis=1))
 
 
-@_via_float32
+@via_float32
 @_scalar_safe
 def select_and_scatter(g, x, op, window, strides, padding):
     """The transpose of select_and_gather: each window's g added at its chosen position."""
@@ -154,7 +154,7 @@ def select_and_scatter(g, x, op, window, strides, padding):
         values = np.ascontiguousarray(g.transpose(perm)).reshape(
             x4.shape[0], x4.shape[1] // 2, x4.shape[2] // 2, x4.shape[3])
         out = np.empty(x4.shape, g.dtype)
-        _by_rows(_select_scatter_pairs, x4, op == MAX, values, out)
+        by_rows(_select_scatter_pairs, x4, op == MAX, values, out)
         return _restored(out.reshape(x.transpose(perm).shape), perm)
     w = _Windows(x, window, strides, padding, identity(op, x.dtype))
     # Windows that tile the padded operand (LeNet's 2x2 pools) write every position
@@ -164,7 +164,7 @@ def select_and_scatter(g, x, op, window, strides, padding):
     acc = (np.empty if tiled else np.zeros)(w.shape, g.dtype)
     if w.starts.size and w.out3[2]:
         values = np.ascontiguousarray(g.transpose(w.perm)).reshape(w.out3)
-        _by_rows(_select_scatter_rows, w.table, w.starts, w.offsets, w.step, op == MAX,
+        by_rows(_select_scatter_rows, w.table, w.starts, w.offsets, w.step, op == MAX,
                  values, acc.reshape(w.table.shape), tiled)
     elif tiled:
         acc[...] = 0

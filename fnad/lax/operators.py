@@ -1,0 +1,107 @@
+"""lax's operators: each binds one primitive, with JAX's lax names and signatures."""
+import enum
+
+import numpy as np
+
+from ..numpy._core import as_operand
+from ..primitives import elementwise as _E
+from ..primitives import shape as _S
+from ..primitives.reduce import argmax_p, argmin_p, reduce_max_p, reduce_min_p
+from ..tree_util import tree_map
+
+
+def _unary(prim):
+    return lambda x: prim.bind(_as(x))
+
+
+def _binary(prim):
+    return lambda x, y: prim.bind(_as(x), _as(y))
+
+
+def _as(x):
+    return as_operand(x)
+
+
+neg, exp, log, log1p, expm1 = map(_unary, (_E.neg_p, _E.exp_p, _E.log_p, _E.log1p_p, _E.expm1_p))
+sqrt, rsqrt, sin, cos, tan = map(_unary, (_E.sqrt_p, _E.rsqrt_p, _E.sin_p, _E.cos_p, _E.tan_p))
+tanh, asin, acos, atan = map(_unary, (_E.tanh_p, _E.arcsin_p, _E.arccos_p, _E.arctan_p))
+sinh, cosh, asinh, atanh = map(_unary, (_E.sinh_p, _E.cosh_p, _E.arcsinh_p, _E.arctanh_p))
+abs, sign, floor, ceil = map(_unary, (_E.abs_p, _E.sign_p, _E.floor_p, _E.ceil_p))  # noqa: A001
+logistic, erf, is_finite, bitwise_not = map(_unary, (_E.logistic_p, _E.erf_p, _E.is_finite_p,
+                                                     _E.not_p))
+add, sub, mul, pow = map(_binary, (_E.add_p, _E.sub_p, _E.mul_p, _E.pow_p))  # noqa: A001
+max, min, atan2, rem = map(_binary, (_E.max_p, _E.min_p, _E.atan2_p, _E.rem_p))  # noqa: A001
+eq, ne, lt, le, gt, ge = map(_binary, (_E.eq_p, _E.ne_p, _E.lt_p, _E.le_p, _E.gt_p, _E.ge_p))
+bitwise_and, bitwise_or, bitwise_xor = map(_binary, (_E.and_p, _E.or_p, _E.xor_p))
+
+
+class RoundingMethod(enum.IntEnum):
+    """How lax.round treats halves (JAX's lax.RoundingMethod)."""
+    AWAY_FROM_ZERO = _E.AWAY_FROM_ZERO
+    TO_NEAREST_EVEN = _E.TO_NEAREST_EVEN
+
+
+def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
+    """x rounded to an integral value; halves away from zero by default, as JAX's
+    lax.round (fnad.numpy.round rounds them to even, as numpy)."""
+    return _E.round_p.bind(_as(x), rounding_method=int(RoundingMethod(rounding_method)))
+
+
+def div(x, y):
+    """x / y; for integers C's division, rounded toward zero (x / 0 has all bits set:
+    -1, or the largest unsigned value), as in JAX."""
+    x, y = _as(x), _as(y)
+    if x.dtype.kind in "iu" and y.dtype.kind in "iu":
+        return _E.integer_div_p.bind(x, y)
+    return _E.div_p.bind(x, y)
+
+
+def iota(dtype, size):
+    """[0, 1, ..., size - 1] as `dtype` (JAX's lax.iota)."""
+    return _S.iota(dtype, (int(size),), 0)
+
+
+def broadcasted_iota(dtype, shape, dimension):
+    """An array of `shape` counting along `dimension` (JAX's lax.broadcasted_iota)."""
+    return _S.iota(dtype, shape, dimension)
+
+
+def integer_pow(x, y):
+    return _E.integer_pow_p.bind(x, y=int(y))
+
+
+def square(x):
+    return integer_pow(x, 2)
+
+
+def select(pred, on_true, on_false):
+    return _E.select_p.bind(pred, on_true, on_false)
+
+
+def clamp(min, x, max):  # noqa: A002 (lax's names)
+    return _E.clamp_p.bind(min, x, max)
+
+
+def convert_element_type(x, new_dtype):
+    return _E.convert_element_type_p.bind(x, new_dtype=np.dtype(new_dtype))
+
+
+def stop_gradient(x):
+    """x, with a derivative of zero in every transform; works on pytrees."""
+    return tree_map(lambda leaf: _E.stop_gradient_p.bind(as_operand(leaf)), x)
+
+
+def reduce_max(x, axes):
+    return reduce_max_p.bind(x, axes=tuple(axes))
+
+
+def reduce_min(x, axes):
+    return reduce_min_p.bind(x, axes=tuple(axes))
+
+
+def argmax(x, axis, index_dtype):
+    return argmax_p.bind(x, axis=int(axis), index_dtype=np.dtype(index_dtype))
+
+
+def argmin(x, axis, index_dtype):
+    return argmin_p.bind(x, axis=int(axis), index_dtype=np.dtype(index_dtype))
