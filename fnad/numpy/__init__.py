@@ -11,6 +11,7 @@ from ._elementwise import abs, round, divmod  # noqa: F401
 from ._reductions import *  # noqa: F401,F403
 from ._reductions import sum, max, min, all, any  # noqa: F401
 from ._shapes import *  # noqa: F401,F403
+from ._pad import pad  # noqa: F401
 from ._creation import *  # noqa: F401,F403
 from ._products import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403

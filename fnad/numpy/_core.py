@@ -7,6 +7,8 @@ import numpy as np
 from ..array import Array, weakly_typed
 from ..core import Tracer
 from .. import dtypes
+from ..errors import ShapeError
+from ..primitives import shape as S
 from ..primitives.elementwise import convert_element_type_p
 
 
@@ -31,7 +33,6 @@ def asarray(a, dtype=None, copy=None):
         value = np.asarray(a, dtype if dtype is not None else dtypes.canonical_python_dtype(a))
     elif isinstance(a, (list, tuple)):
         if any(isinstance(x, (Array, Tracer)) for x in a):
-            from ._shapes import stack
             return stack([asarray(x, dtype) for x in a])
         value = np.array(a, dtype=dtype if dtype is not None else _sequence_dtype(a))
     else:
@@ -167,7 +168,6 @@ def promote_inexact(*args):
 
 def normalize_axis(axis, ndim, name="axis"):
     if not -ndim <= axis < max(ndim, 1):
-        from ..errors import ShapeError
         raise ShapeError(f"{name} {axis} is out of bounds for an array of dimension {ndim}")
     return axis % ndim if ndim else 0
 
@@ -181,3 +181,17 @@ def normalize_axes(axis, ndim):
             raise ValueError(f"repeated axis in {axis}")
         return tuple(sorted(axes))
     return (normalize_axis(axis, ndim),)
+
+
+def stack(arrays, axis=0):
+    """The arrays, of one shape, stacked along a new axis (here rather than with the
+    other shape functions because asarray of a list of arrays is a stack)."""
+    arrays = [as_operand(a) for a in arrays]
+    shapes = {tuple(a.shape) for a in arrays}
+    if len(shapes) != 1:
+        raise ShapeError(f"stack: all input arrays must have the same shape, got "
+                         f"{sorted(shapes)}")
+    axis = normalize_axis(axis, arrays[0].ndim + 1)
+    arrays = promote(*arrays)
+    expanded = [S.expand_dims(a, (axis,)) for a in arrays]
+    return expanded[0] if len(expanded) == 1 else S.concatenate(expanded, axis)

@@ -3,7 +3,8 @@ import numpy as np
 
 from ..array import Array
 from .. import dtypes
-from ._core import as_operand
+from ._core import as_operand, astype
+from ._shapes import broadcast_to, reshape
 
 
 def _dtype(dtype, fill=0.0):
@@ -36,8 +37,6 @@ def full(shape, fill_value, dtype=None):
     if dtype is None and hasattr(fill_value, "dtype"):
         dtype = fill_value.dtype
     if not isinstance(fill_value, (int, float, bool, np.generic, np.ndarray)):
-        from ._shapes import broadcast_to
-        from ._core import astype
         value = as_operand(fill_value)
         return broadcast_to(astype(value, dtype or value.dtype), _shape(shape))
     return Array(np.full(_shape(shape), fill_value, _dtype(dtype, fill_value)))
@@ -95,7 +94,6 @@ def tri(N, M=None, k=0, dtype=None):
 
 
 def meshgrid(*xi, indexing="xy"):
-    from ._shapes import broadcast_to, reshape
     xi = [as_operand(x) for x in xi]
     n = len(xi)
     shapes = [x.size for x in xi]

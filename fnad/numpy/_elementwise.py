@@ -5,6 +5,7 @@ from ..array import Array
 from ..core import Tracer
 from ..primitives import elementwise as E
 from ._core import promote, promote_pair, promote_inexact, as_operand, astype
+from ._nonzero import nonzero
 
 
 def _binary(prim):
@@ -226,7 +227,6 @@ def isinf(x):
 
 def where(condition, x=None, y=None):
     if x is None and y is None:
-        from ._indexing import nonzero
         return nonzero(condition)
     condition = astype(condition, np.bool_)
     x, y = promote(x, y)

@@ -27,8 +27,12 @@ from ..errors import ConcretizationError, DTypeError, ShapeError
 from ..primitives import index as I
 from ..primitives import shape as S
 from ._core import as_operand, asarray, astype, normalize_axis
+from ._elementwise import clip, remainder, where
+from ._nonzero import (argwhere, concrete_or_raise, concrete_value, flatnonzero,  # noqa: F401
+                       index_arrays, nonzero)
+from ._shapes import broadcast_to, ravel, reshape, stack
 
-__all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere",
+__all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "repeat",
            "flatnonzero", "diag_indices", "diag_indices_from", "tril_indices",
            "triu_indices", "tril", "triu", "ix_"]
 
@@ -43,18 +47,6 @@ _VALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`)
 
 
 # --------------------------------------------------------------------------- parsing
-
-def _concrete(x):
-    """The numpy value of x, or None where x is only known abstractly."""
-    if type(x) is Array:
-        return x._value
-    if isinstance(x, Tracer):
-        try:
-            return np.asarray(x.concrete())
-        except (NotImplementedError, ConcretizationError):
-            return None
-    return np.asarray(x)
-
 
 def _classify(item):
     """(kind, value) of one item of an index tuple."""
@@ -73,7 +65,7 @@ def _classify(item):
         return "array", item             # traced: gathered with clamping
     if isinstance(item, (list, tuple)) and any(isinstance(v, (Array, Tracer)) for v in item):
         return _classify(asarray(item))
-    value = _concrete(item)
+    value = concrete_value(item)
     if value is None:
         raise ConcretizationError(
             f"indexing with a boolean mask needs a concrete mask, but the mask "
@@ -223,7 +215,6 @@ def _index_array(result_shape, whole, indexed):
         for j, c in enumerate(columns):
             out[..., j] = c
         return Array(out)
-    from ._shapes import broadcast_to, stack
     dtype = np.result_type(*(c.dtype for c in columns))
     return stack([astype(broadcast_to(c, batch), dtype) for c in columns], -1)
 
@@ -264,7 +255,6 @@ def _fit(values, shape, dtype):
     while values.ndim > len(shape) and values.shape[0] == 1:
         values = S.reshape(values, values.shape[1:])
     if tuple(values.shape) != tuple(shape):
-        from ._shapes import broadcast_to
         try:
             values = broadcast_to(values, shape)
         except ShapeError:
@@ -447,7 +437,6 @@ class IndexUpdateRef:
         whole_dims = {d for _, d in whole}
         inside = _reshape(inside, tuple(1 if d in whole_dims else n
                                         for d, n in enumerate(result_shape)))
-        from ._elementwise import where
         return where(inside, out, np.asarray(fill, x.dtype))
 
 
@@ -469,7 +458,7 @@ def _index_like(indices):
     """An index operand as numpy when concrete, else the traced value."""
     if isinstance(indices, Tracer):
         return indices
-    return _concrete(indices)
+    return concrete_value(indices)
 
 
 def take(a, indices, axis=None, mode=None, fill_value=None):
@@ -478,7 +467,6 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
     "fill" (JAX's: out-of-range reads give fill_value)."""
     a = as_operand(a)
     if axis is None:
-        from ._shapes import ravel
         a, axis = ravel(a), 0
     axis = normalize_axis(axis, a.ndim)
     n = a.shape[axis]
@@ -487,7 +475,6 @@ def take(a, indices, axis=None, mode=None, fill_value=None):
         if isinstance(indices, np.ndarray):
             indices = np.mod(indices, n) if mode == "wrap" else np.clip(indices, 0, n - 1)
         else:
-            from ._elementwise import remainder, clip
             indices = remainder(indices, n) if mode == "wrap" else clip(indices, 0, n - 1)
     elif mode not in (None, "raise", "fill"):
         raise ValueError(f"take: unknown mode {mode!r}; expected 'raise', 'wrap', 'clip' "
@@ -519,7 +506,6 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     arr = as_operand(arr)
     indices = _index_like(indices)
     if axis is None:
-        from ._shapes import ravel
         arr, axis = ravel(arr), 0
     axis = normalize_axis(axis, arr.ndim)
     if indices.dtype.kind not in "iu":
@@ -541,53 +527,6 @@ def put_along_axis(arr, indices, values, axis, inplace=False, mode=None):
     return IndexUpdateRef(arr, idx).set(values, mode=mode)
 
 
-def _concrete_or_raise(a, name):
-    value = _concrete(a)
-    if value is None:
-        raise ConcretizationError(
-            f"{name} needs a concrete array: the size of its result depends on the values "
-            f"of {a.aval}, which is traced by {a._trace.name}. Compute with a mask instead, "
-            f"e.g. fnad.numpy.where(mask, x, 0).")
-    return value
-
-
-def _padded(coords, size, fill_value):
-    if size is None:
-        return coords
-    fill = np.broadcast_to(np.asarray(0 if fill_value is None else fill_value), (len(coords),))
-    out = []
-    for c, f in zip(coords, fill):
-        c = c[:size]
-        out.append(np.concatenate([c, np.full(size - len(c), f, c.dtype)]))
-    return out
-
-
-def _indices(coords, size):
-    """Index arrays into `size` positions, in the index dtype (docs/dtypes.md)."""
-    dtype = dtypes.index_dtype(size)
-    return [np.asarray(c).astype(dtype) for c in coords]
-
-
-def nonzero(a, *, size=None, fill_value=None):
-    """The indices of the nonzero entries, one array per axis (needs a concrete a)."""
-    value = _concrete_or_raise(a, "nonzero")
-    if value.ndim == 0:
-        raise ValueError("nonzero of a 0-d array is not supported; use atleast_1d first")
-    coords = _padded(list(np.nonzero(value)), size, fill_value)
-    return tuple(Array(c) for c in _indices(coords, max(value.shape)))
-
-
-def flatnonzero(a, *, size=None, fill_value=None):
-    return nonzero(np.ravel(_concrete_or_raise(a, "flatnonzero")), size=size,
-                   fill_value=fill_value)[0]
-
-
-def argwhere(a, *, size=None, fill_value=None):
-    value = np.atleast_1d(_concrete_or_raise(a, "argwhere"))
-    coords = _indices(_padded(list(np.nonzero(value)), size, fill_value), max(value.shape))
-    return Array(np.stack(coords, -1).reshape(-1, value.ndim))
-
-
 def diag_indices(n, ndim=2):
     return (Array(np.arange(n, dtype=dtypes.index_dtype(n))),) * ndim
 
@@ -601,15 +540,14 @@ def diag_indices_from(arr):
 
 
 def tril_indices(n, k=0, m=None):
-    return tuple(Array(c) for c in _indices(np.tril_indices(n, k, m), max(n, m or 0)))
+    return tuple(Array(c) for c in index_arrays(np.tril_indices(n, k, m), max(n, m or 0)))
 
 
 def triu_indices(n, k=0, m=None):
-    return tuple(Array(c) for c in _indices(np.triu_indices(n, k, m), max(n, m or 0)))
+    return tuple(Array(c) for c in index_arrays(np.triu_indices(n, k, m), max(n, m or 0)))
 
 
 def _triangle(m, keep, name):
-    from ._elementwise import where
     m = as_operand(m)
     if m.ndim < 2:
         raise ShapeError(f"{name} needs an array of at least 2 dimensions, got shape "
@@ -631,8 +569,25 @@ def ix_(*args):
     """An open mesh of the 1-d index arrays in args. Integer arrays keep their dtype (as
     in numpy and JAX); boolean masks become the positions of their True entries, and
     empty arrays empty index arrays, in the index dtype."""
-    values = [_concrete_or_raise(x, "ix_") if isinstance(x, Tracer) else np.asarray(x)
+    values = [concrete_or_raise(x, "ix_") if isinstance(x, Tracer) else np.asarray(x)
               for x in args]
-    values = [_indices(np.nonzero(v), v.size)[0] if v.dtype == np.bool_ and v.ndim == 1 else
+    values = [index_arrays(np.nonzero(v), v.size)[0] if v.dtype == np.bool_ and v.ndim == 1 else
               v.astype(dtypes.index_dtype(0)) if v.size == 0 else v for v in values]
     return tuple(Array(a) for a in np.ix_(*values))
+
+
+def repeat(a, repeats, axis=None):
+    a = as_operand(a)
+    if axis is None:
+        a, axis = ravel(a), 0
+    axis = normalize_axis(axis, a.ndim)
+    if isinstance(repeats, (int, np.integer)):
+        # Broadcast a new axis after `axis` to `repeats` and merge the two.
+        shape = list(a.shape)
+        expanded_shape = shape[:axis + 1] + [int(repeats)] + shape[axis + 1:]
+        dims = tuple(range(axis + 1)) + tuple(range(axis + 2, a.ndim + 1))
+        expanded = S.broadcast_in_dim(a, tuple(expanded_shape), dims)
+        shape[axis] *= int(repeats)
+        return reshape(expanded, shape)
+    repeats = np.asarray(repeats)
+    return take(a, np.repeat(np.arange(a.shape[axis]), repeats), axis=axis)

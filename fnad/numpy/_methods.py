@@ -6,6 +6,8 @@ from ..array import Array
 from ..core import Tracer
 from . import _elementwise as E, _reductions as R, _shapes as S, _products as P
 from ._core import astype
+from . import _sorting
+from ._indexing import IndexUpdateHelper, getitem, repeat
 from ._interop import array_function, array_ufunc
 
 
@@ -26,12 +28,10 @@ def _reshape_method(self, *shape, order="C"):
 
 
 def _getitem(self, idx):
-    from ._indexing import getitem
     return getitem(self, idx)
 
 
 def _at(self):
-    from ._indexing import IndexUpdateHelper
     return IndexUpdateHelper(self)
 
 
@@ -57,19 +57,15 @@ METHODS = {
     "var": R.var, "std": R.std, "all": R.all, "any": R.any,
     "argmax": R.argmax, "argmin": R.argmin, "cumsum": R.cumsum, "cumprod": R.cumprod,
     "reshape": _reshape_method, "transpose": _transpose_method, "ravel": S.ravel,
-    "flatten": S.ravel, "squeeze": S.squeeze, "swapaxes": S.swapaxes, "repeat": S.repeat,
+    "flatten": S.ravel, "squeeze": S.squeeze, "swapaxes": S.swapaxes, "repeat": repeat,
     "astype": astype, "clip": E.clip, "round": E.round, "dot": P.dot,
     "diagonal": P.diagonal, "trace": P.trace,
     "copy": lambda self: self,
     "__array_ufunc__": array_ufunc, "__array_function__": array_function,
-    "sort": lambda self, axis=-1: _sorting().sort(self, axis),
-    "argsort": lambda self, axis=-1: _sorting().argsort(self, axis),
+    "sort": lambda self, axis=-1: _sorting.sort(self, axis),
+    "argsort": lambda self, axis=-1: _sorting.argsort(self, axis),
 }
 
-
-def _sorting():
-    from . import _sorting
-    return _sorting
 
 PROPERTIES = {
     "T": lambda self: S.transpose(self),

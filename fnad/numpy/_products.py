@@ -2,9 +2,10 @@
 import numpy as np
 
 from ..errors import ShapeError
+from ..primitives import shape as S
 from ..primitives.dot import dot_general
 from ._core import promote
-from ._shapes import reshape, moveaxis, take_range, ravel
+from ._shapes import broadcast_to, reshape, moveaxis, take_range, ravel
 from ._reductions import sum as _sum
 
 
@@ -28,7 +29,6 @@ def matmul(a, b):
                          f"aligned: {a.shape[-1]} (last axis of the first) != "
                          f"{b.shape[-2]} (second-to-last axis of the second)")
     batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    from ._shapes import broadcast_to
     if a.ndim > 2 or b.ndim > 2:
         a = broadcast_to(a, batch + tuple(a.shape[-2:]))
         b = broadcast_to(b, batch + tuple(b.shape[-2:]))
@@ -107,7 +107,6 @@ def diag(v, k=0):
         return diagonal(v, k)
     if v.ndim != 1:
         raise ShapeError(f"diag: input must be 1-d or 2-d, got shape {tuple(v.shape)}")
-    from ..primitives import shape as S
     n = v.shape[0] + abs(k)
     # Lay v out with n zeros between entries (interior padding), then fold into rows.
     zero = np.zeros((), v.dtype)

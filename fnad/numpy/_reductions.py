@@ -6,6 +6,7 @@ from ..array import Array
 from ..primitives import reduce as R
 from ..primitives import shape as S
 from ._core import as_operand, astype, normalize_axes, normalize_axis, promote_inexact
+from ._elementwise import sqrt
 
 
 def _sum_dtype(dtype):
@@ -104,7 +105,6 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
 
 
 def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
-    from ._elementwise import sqrt
     return sqrt(var(a, axis, dtype, ddof, keepdims))
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..primitives import shape as S
-from ._core import as_operand, promote, normalize_axis, normalize_axes  # noqa: F401
+from ._core import as_operand, promote, normalize_axis, normalize_axes, stack  # noqa: F401
 
 
 def shape(a):
@@ -129,16 +129,6 @@ def concatenate(arrays, axis=0):
     return S.concatenate(arrays, axis)
 
 
-def stack(arrays, axis=0):
-    arrays = [as_operand(a) for a in arrays]
-    shapes = {tuple(a.shape) for a in arrays}
-    if len(shapes) != 1:
-        raise ShapeError(f"stack: all input arrays must have the same shape, got "
-                         f"{sorted(shapes)}")
-    axis = normalize_axis(axis, arrays[0].ndim + 1)
-    return concatenate([expand_dims(a, axis) for a in arrays], axis)
-
-
 def hstack(arrays):
     arrays = [atleast_1d(a) for a in arrays]
     return concatenate(arrays, 0 if arrays[0].ndim == 1 else 1)
@@ -224,24 +214,6 @@ def tile(a, reps):
     return reshape(expanded, tuple(r * n for r, n in zip(reps, a.shape)))
 
 
-def repeat(a, repeats, axis=None):
-    a = as_operand(a)
-    if axis is None:
-        a, axis = ravel(a), 0
-    axis = normalize_axis(axis, a.ndim)
-    if isinstance(repeats, (int, np.integer)):
-        # Broadcast a new axis after `axis` to `repeats` and merge the two.
-        shape = list(a.shape)
-        expanded_shape = shape[:axis + 1] + [int(repeats)] + shape[axis + 1:]
-        dims = tuple(range(axis + 1)) + tuple(range(axis + 2, a.ndim + 1))
-        expanded = S.broadcast_in_dim(a, tuple(expanded_shape), dims)
-        shape[axis] *= int(repeats)
-        return reshape(expanded, shape)
-    repeats = np.asarray(repeats)
-    from ._indexing import take
-    return take(a, np.repeat(np.arange(a.shape[axis]), repeats), axis=axis)
-
-
 def flip(a, axis=None):
     a = as_operand(a)
     return S.rev(a, normalize_axes(axis, a.ndim))
@@ -268,49 +240,6 @@ def roll(a, shift, axis=None):
         return a
     return concatenate([take_range(a, n - shift, n, axis), take_range(a, 0, n - shift, axis)],
                        axis)
-
-
-def pad(array, pad_width, mode="constant", constant_values=0):
-    array = as_operand(array)
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (array.ndim, 2))
-    if mode == "constant":
-        value = np.asarray(constant_values, array.dtype)
-        if value.ndim == 0:
-            return S.pad(array, value, [(int(lo), int(hi), 0) for lo, hi in widths])
-        values = np.broadcast_to(value, (array.ndim, 2))
-        for ax, ((lo, hi), (v_lo, v_hi)) in enumerate(zip(widths, values)):
-            config = [(0, 0, 0)] * array.ndim
-            config[ax] = (int(lo), 0, 0)
-            array = S.pad(array, v_lo, config)
-            config[ax] = (0, int(hi), 0)
-            array = S.pad(array, v_hi, config)
-        return array
-    if mode == "edge":
-        out = array
-        for ax, (lo, hi) in enumerate(widths):
-            n = out.shape[ax]
-            parts = [broadcast_along(take_range(out, 0, 1, ax), ax, int(lo)), out,
-                     broadcast_along(take_range(out, n - 1, n, ax), ax, int(hi))]
-            out = concatenate([p for p in parts if p.shape[ax]], ax)
-        return out
-    if mode in ("reflect", "wrap"):
-        out = array
-        for ax, (lo, hi) in enumerate(widths):
-            n = out.shape[ax]
-            if mode == "reflect":
-                idx = np.concatenate([np.arange(lo, 0, -1), np.arange(n),
-                                      np.arange(n - 2, n - 2 - hi, -1)])
-                idx = np.abs(idx)
-                period = 2 * (n - 1) if n > 1 else 1
-                idx = idx % period
-                idx = np.where(idx >= n, period - idx, idx)
-            else:
-                idx = np.arange(-lo, n + hi) % n
-            from ._indexing import take
-            out = take(out, idx, axis=ax)
-        return out
-    raise ValueError(f"fnad.numpy.pad: mode {mode!r} is not supported (supported: "
-                     f"constant, edge, reflect, wrap)")
 
 
 def broadcast_along(a, axis, n):
