@@ -26,6 +26,7 @@ import numpy as np
 from .array import CPU, Array
 from .backend import device_put
 from . import dtypes
+from . import random as fnad_random
 from .errors import ShapeError
 from .tree_util import tree_flatten, tree_unflatten
 
@@ -232,9 +233,8 @@ def _key_words(key):
     value = getattr(key, "_value", None)
     if value is None or value.dtype.kind not in "iu":
         try:
-            from . import random as fnad_random
             key = fnad_random.key_data(key)     # typed keys carry their words inside
-        except (ImportError, AttributeError, TypeError, ValueError):
+        except (AttributeError, TypeError, ValueError):
             pass
         value = np.asarray(key)
     if value.dtype.kind not in "iu" or value.size == 0:

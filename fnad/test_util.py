@@ -1,6 +1,7 @@
 """check_grads: test a function's derivatives against central finite differences."""
 import numpy as np
 
+from .numpy import asarray
 from .tree_util import tree_flatten, tree_unflatten
 from .transforms.jvp import jvp
 from .transforms.vjp import vjp
@@ -32,7 +33,6 @@ def _numerical_jvp(f, flat_args, tree, tangents, eps):
 
 
 def _to_fnad(x):
-    from .numpy import asarray
     return asarray(x)
 
 

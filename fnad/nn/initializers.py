@@ -9,11 +9,7 @@ import math
 import numpy as np
 
 from .. import numpy as fnp
-
-
-def _random():
-    from .. import random
-    return random
+from .. import random
 
 
 def zeros(key, shape, dtype=np.float32):
@@ -32,13 +28,13 @@ def constant(value, dtype=np.float32):
 
 def normal(stddev=1e-2, dtype=np.float32):
     def init(key, shape, dtype=dtype):
-        return _random().normal(key, shape, dtype) * stddev
+        return random.normal(key, shape, dtype) * stddev
     return init
 
 
 def uniform(scale=1e-2, dtype=np.float32):
     def init(key, shape, dtype=dtype):
-        return _random().uniform(key, shape, dtype) * scale
+        return random.uniform(key, shape, dtype) * scale
     return init
 
 
@@ -59,7 +55,6 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, dtype=n
         fan_in, fan_out = _fans(tuple(shape), in_axis, out_axis)
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
         variance = scale / max(fan, 1)
-        random = _random()
         if distribution == "uniform":
             limit = math.sqrt(3 * variance)
             return random.uniform(key, shape, dtype, -limit, limit)

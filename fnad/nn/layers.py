@@ -13,6 +13,9 @@ a whole network's state is one pytree that goes in and comes out of the step.
 import numpy as np
 
 from .. import numpy as fnp
+from .. import random
+from ..lax import convolution as lax_conv
+from ..staged.eval_shape import eval_shape, ShapeDtypeStruct
 from ..errors import ShapeError
 from . import activations as A
 from . import initializers as init
@@ -36,15 +39,10 @@ class Layer(tuple):
         return self[1]
 
 
-def _random():
-    from .. import random
-    return random
-
-
 def _split(key, n):
     if key is None:
         return [None] * n
-    return list(_random().split(key, n))
+    return list(random.split(key, n))
 
 
 def _as_layer(layer):
@@ -109,15 +107,9 @@ def Dense(out_dim, W_init=None, b_init=None):
     return Layer(init_fn, apply_fn)
 
 
-def _lax_conv():
-    from ..lax import convolution as lax_conv
-    return lax_conv
-
-
 def _output_shape(apply_fn, params, input_shape, dtype=np.float32):
     """The output shape of apply_fn on an input of input_shape (-1: any batch size),
     found by staging it with abstract values."""
-    from ..staged.eval_shape import eval_shape, ShapeDtypeStruct
     batch = [i for i, n in enumerate(input_shape) if n == -1]
     concrete = tuple(1 if n == -1 else n for n in input_shape)
     out = eval_shape(lambda p, x: apply_fn(p, x, train=False), params,
@@ -185,8 +177,8 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
     strides = tuple(strides or (1,) * len(filter_shape))
     return _conv_layer(
         "nn.Conv", lhs_spec,
-        lambda x, W: _lax_conv().conv_general_dilated(x, W, strides, padding,
-                                                      dimension_numbers=dimension_numbers),
+        lambda x, W: lax_conv.conv_general_dilated(x, W, strides, padding,
+                                                 dimension_numbers=dimension_numbers),
         out_chan, filter_shape, W_init, b_init)
 
 
@@ -202,8 +194,8 @@ def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=
     strides = tuple(strides or (1,) * len(filter_shape))
     return _conv_layer(
         "nn.ConvTranspose", _channels_last(len(filter_shape)),
-        lambda x, W: _lax_conv().conv_transpose(x, W, strides, padding,
-                                                dimension_numbers=("NHWC", "HWIO", "NHWC")),
+        lambda x, W: lax_conv.conv_transpose(x, W, strides, padding,
+                                           dimension_numbers=("NHWC", "HWIO", "NHWC")),
         out_chan, filter_shape, W_init, b_init)
 
 
@@ -222,11 +214,10 @@ def _pool(kind, window_shape, strides=None, padding="VALID"):
 
     def apply_fn(params, x, **kw):
         _check_spatial(name, layout, x.shape, None)
-        lc = _lax_conv()
         if kind == "max":
-            y = lc.max_pool(x, window, full_strides, padding)
+            y = lax_conv.max_pool(x, window, full_strides, padding)
         else:
-            y = lc.avg_pool(x, window, full_strides, padding)
+            y = lax_conv.avg_pool(x, window, full_strides, padding)
         _check_spatial(name, layout, x.shape, y.shape)
         return y
     return Layer(init_fn, apply_fn)
@@ -260,7 +251,7 @@ def Dropout(rate):
             return x
         if key is None:
             raise ValueError("Dropout needs a random key when train=True: pass key=...")
-        keep = _random().bernoulli(key, 1.0 - rate, x.shape)
+        keep = random.bernoulli(key, 1.0 - rate, x.shape)
         return fnp.where(keep, x / (1.0 - rate), 0)
     return Layer(lambda key, input_shape: (input_shape, ()), apply_fn)
 
@@ -404,7 +395,7 @@ def _combined_state(layers, sequential):
         states = []
         for layer in layers:
             states.append(layer.init_state(input_shape))
-            input_shape = layer.init(_random().key(0), input_shape)[0]
+            input_shape = layer.init(random.key(0), input_shape)[0]
         return states
     return init_state
 
