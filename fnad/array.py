@@ -2,8 +2,9 @@
 
 An Array owns a numpy buffer that nothing ever writes to: kernels return fresh
 buffers and views of existing ones, and `np.asarray(x)` hands out read-only views.
-Other backends (fnad/backends) subclass Array for values in their memory, e.g. a
-`CudaArray` holds a numba.cuda device array and `np.asarray` copies it to the host.
+(A jitted call an Array was donated to may reuse its buffer; the Array is deleted.)
+Other backends (fnad/backends) subclass Array for values in their own memory (a GPU
+array, say), which `np.asarray` copies to the host.
 The numpy-style methods and operators (``x + y``, ``x.sum()``, ``x.at[i].set(v)``)
 are attached by `fnad.numpy`, which owns their semantics for Arrays and tracers alike;
 so are numpy's protocols ``__array_ufunc__`` and ``__array_function__``, through which
