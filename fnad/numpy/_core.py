@@ -192,6 +192,6 @@ def stack(arrays, axis=0):
         raise ShapeError(f"stack: all input arrays must have the same shape, got "
                          f"{sorted(shapes)}")
     axis = normalize_axis(axis, arrays[0].ndim + 1)
-    arrays = promote(*arrays)
-    expanded = [S.expand_dims(a, (axis,)) for a in arrays]
+    # expand_dims first, then promote, as concatenate does with the expanded arrays
+    expanded = promote(*[S.expand_dims(a, (axis,)) for a in arrays])
     return expanded[0] if len(expanded) == 1 else S.concatenate(expanded, axis)
