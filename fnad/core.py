@@ -23,11 +23,13 @@ from .errors import EscapedTracerError, TracerArrayConversionError
 
 PRIMITIVES = {}
 
-RULES = ("abstract_eval", "impl", "jvp", "vjp")
+# The rule slots every primitive declares.
+RULES = ("abstract_eval", "impl", "jvp", "vjp", "batch")
 
 
 class Primitive:
-    """One operation with everything fnad needs to know about it.
+    """One operation with everything fnad needs to know about it, every rule given
+    to the constructor. Required (keyword-only):
 
     abstract_eval(*avals, **params) -> ShapedArray (or a list of them)
     impl(*numpy_values, **params)    -> numpy value (or a list): the cpu kernel
@@ -36,6 +38,9 @@ class Primitive:
             with selective_vjp=True it is also passed `needed=`, a list saying which
             args want a cotangent, so it can skip the others' work
     batch(args, batch_dims, **params) -> (out, out_batch_dim): the vmap rule
+
+    Optional (None when the primitive has no such rule):
+
     scalar: for elementwise primitives, the scalar expression the fusing compiler
             inlines, a format string over operand names ``{0}``, ``{1}``... and params
     reduction: for reductions over an `axes` param that the compiler fuses into the
@@ -44,16 +49,18 @@ class Primitive:
             partial results are kept in, rounded to the output dtype at the end)
     index_map: for data movement the compiler turns into index arithmetic:
             index_map(out_indices, in_shape, **params) -> the operand's index expressions
-    numba_source (optional attribute): numba_source(arg_names, in_avals, out_aval,
-            **params) -> a Numba expression computing the primitive, or None; lets the
-            loop compiler put it inside a compiled loop body
-    simplify (optional attribute): simplify(eqn, producer_of) -> an atom that replaces
-            the output, a replacement equation, or None; the jit optimizer's algebra
+    simplify: simplify(eqn, producer_of) -> an atom that replaces the output, a
+            replacement equation, or None; the jit optimizer's algebra
+    numba_source: numba_source(arg_names, in_avals, out_aval, **params) -> a Numba
+            expression computing the primitive, or None; lets the loop compiler put
+            it inside a compiled loop body
+
+    multiple_results: impl, abstract_eval and the rules give lists, one per output.
     """
 
-    def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch=None,
-                 scalar=None, reduction=None, index_map=None, multiple_results=False,
-                 selective_vjp=False):
+    def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch,
+                 scalar=None, reduction=None, index_map=None, simplify=None,
+                 numba_source=None, multiple_results=False, selective_vjp=False):
         if name in PRIMITIVES:
             raise ValueError(f"primitive {name!r} is declared twice")
         self.name = name
@@ -65,6 +72,8 @@ class Primitive:
         self.scalar = scalar
         self.reduction = reduction
         self.index_map = index_map
+        self.simplify = simplify
+        self.numba_source = numba_source
         self.multiple_results = multiple_results
         self.selective_vjp = selective_vjp
         PRIMITIVES[name] = self

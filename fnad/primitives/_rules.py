@@ -1,10 +1,21 @@
-"""Shared building blocks for declaring primitives: common shape rules and the
-cotangent helpers that broadcasting and reductions need."""
+"""The rule kit, part one: what declaring a primitive needs without binding one.
+
+Shape rules the families share, symbolic zeros, the axis bookkeeping of vmap rules,
+declaration helpers for linear primitives and reductions over axes, and the jit
+optimizer's algebra. Part two, fnad/primitives/structural.py, declares the structural
+primitives every rule is written with and the helpers that bind them (sum_to_shape,
+moveaxis_to, broadcast_batch, move_batch_axes...).
+"""
 import numpy as np
 
 from ..abstract import ShapedArray, check_same_dtype, broadcast_shapes
-from ..errors import DTypeError
+from ..array import Array
+from ..core import Primitive
+from ..errors import DTypeError, ShapeError
+from ..program import Equation
 
+
+# --------------------------------------------------------------------------- shape rules
 
 def broadcasting(name, *, out_dtype=None, kinds=None):
     """Shape rule of an n-ary elementwise primitive: one dtype, numpy broadcasting."""
@@ -18,33 +29,30 @@ def broadcasting(name, *, out_dtype=None, kinds=None):
     return abstract_eval
 
 
-def sum_to_shape(x, shape):
-    """Undo numpy broadcasting on a cotangent: sum over the broadcast axes."""
-    if x.shape == shape:
-        return x
-    from . import reduce, shape as shape_ops
-    shape = tuple(shape)
-    lead = len(x.shape) - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        i + lead for i, n in enumerate(shape) if n == 1 and x.shape[i + lead] != 1)
-    if axes:
-        x = reduce.reduce_sum(x, axes)
-    if tuple(x.shape) != shape:
-        x = shape_ops.reshape(x, shape)
-    return x
+def shape_error(name, msg, *avals):
+    """A ShapeError naming the primitive and its operands."""
+    return ShapeError(f"{name}: {msg} (operand{'s' if len(avals) > 1 else ''} "
+                      + ", ".join(map(str, avals)) + ")")
 
 
-def broadcast_to(x, shape):
-    if x.shape == shape:
-        return x
-    from . import shape as shape_ops
-    shape = tuple(shape)
-    lead = len(shape) - len(x.shape)
-    return shape_ops.broadcast_in_dim(x, shape, tuple(range(lead, len(shape))))
+def check_axes(name, x, axes):
+    if len(set(axes)) != len(axes) or any(not 0 <= a < x.ndim for a in axes):
+        raise ShapeError(f"{name}: axes {tuple(axes)} out of range for an operand of "
+                         f"shape {tuple(x.shape)}")
 
+
+def reduced_shape(name):
+    """Shape rule of a reduction over an `axes` param."""
+    def abstract_eval(x, axes):
+        check_axes(name, x, axes)
+        return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i not in axes),
+                           x.dtype)
+    return abstract_eval
+
+
+# --------------------------------------------------------------------------- zeros and tangents
 
 def zeros(shape, dtype):
-    from ..array import Array
     return Array(np.zeros(shape, dtype))
 
 
@@ -61,25 +69,49 @@ def add_tangents(a, b):
     return a + b
 
 
-def batch_elementwise(prim):
-    """The vmap rule of an elementwise primitive that broadcasts like numpy: move each
-    batch axis to the front and pad the example axes to a common rank, so numpy's
-    right-aligned broadcasting pairs example axes with example axes."""
-    def rule(args, batch_dims, **params):
-        from . import shape as shape_ops
-        from ..transforms.batching import moveaxis_to
-        rank = max(x.ndim - (d is not None) for x, d in zip(args, batch_dims))
-        moved = []
-        for x, d in zip(args, batch_dims):
-            if d is not None:
-                x = moveaxis_to(x, d, 0)
-                missing = rank - (x.ndim - 1)
-                if missing:
-                    x = shape_ops.reshape(x, (x.shape[0],) + (1,) * missing + tuple(x.shape[1:]))
-            moved.append(x)
-        out = prim.bind(*moved, **params)
-        return out, ([0] * len(out) if prim.multiple_results else 0)
-    return rule
+# --------------------------------------------------------------------------- vmap bookkeeping
+
+def batch_size(args, batch_dims):
+    """The length of the batch axis, read off the first batched operand."""
+    return next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
+
+
+def batched_axes(axes, batch_dim):
+    """Per-example axis numbers as axes of the batched array, whose batch axis is
+    batch_dim: the axes at or after it move up by one."""
+    return tuple(a + (a >= batch_dim) for a in axes)
+
+
+def unary_batch(rule):
+    """A vmap rule for a one-operand primitive: rule(x, batch_dim, **params) ->
+    (out, out_batch_dim)."""
+    def batch(args, batch_dims, **params):
+        return rule(args[0], batch_dims[0], **params)
+    return batch
+
+
+# --------------------------------------------------------------------------- declaration helpers
+
+def linear(name, impl, abstract_eval, transpose, **slots):
+    """A primitive linear in its (single) array operand: its JVP applies it to the
+    tangent, its VJP is transpose(g, x, **params)."""
+    def jvp(primals, tangents, **params):
+        return prim.bind(*primals, **params), prim.bind(*tangents, **params)
+
+    prim = Primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=jvp,
+                     vjp=lambda g, out, x, **params: (transpose(g, x, **params),), **slots)
+    return prim
+
+
+def axes_reduction(name, **slots):
+    """A reduction over an `axes` param. Its vmap rule keeps the batch axis where it
+    is and renumbers the reduced axes around it."""
+    def batch(args, batch_dims, axes):
+        (x,), (d,) = args, batch_dims
+        return prim.bind(x, axes=batched_axes(axes, d)), d - sum(a < d for a in axes)
+
+    prim = Primitive(name, abstract_eval=reduced_shape(name), batch=batch, **slots)
+    return prim
 
 
 # --------------------------------------------------------------------------- simplification
@@ -122,7 +154,6 @@ def compose_with_producer(combine, is_identity=None):
         inner = producer_of(e.inputs[0])
         if inner is None or inner.prim is not e.prim:
             return None
-        from ..program import Equation
         merged = Equation(e.prim, [inner.inputs[0]], e.outputs,
                           combine(inner.params, e.params))
         return inner.inputs[0] if is_identity(merged) else merged

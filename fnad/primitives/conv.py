@@ -20,7 +20,8 @@ from ..abstract import ShapedArray, check_same_dtype
 from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import conv as K, window as W
 from . import shape as S
-from ._rules import add_tangents, zeros
+from ._rules import add_tangents, batch_size, zeros
+from .structural import moveaxis_to, move_batch_axes
 
 
 # --------------------------------------------------------------------------- convolution
@@ -132,7 +133,6 @@ def _conv_vjp(g, out, lhs, rhs, *, needed=(True, True), **params):
 def _conv_batch(args, batch_dims, **params):
     """Fold the vmapped axis into the batch (lhs only), the output features (rhs
     only), or the feature groups (both)."""
-    from ..transforms.batching import moveaxis_to
     lhs, rhs = args
     lhs_dim, rhs_dim = batch_dims
     groups = params["feature_group_count"]
@@ -198,21 +198,19 @@ def _add_window_axis(params, axis):
                 padding=ins(params["padding"], (0, 0)))
 
 
-def _batch_unary(prim):
-    def rule(args, batch_dims, **params):
-        (x,), (d,) = args, batch_dims
-        return prim.bind(x, **_add_window_axis(params, d)), d
-    return rule
-
-
-def _batch_binary(prim):
-    def rule(args, batch_dims, **params):
-        from ..transforms.batching import moveaxis_to, broadcast_batch
-        size = next(a.shape[d] for a, d in zip(args, batch_dims) if d is not None)
-        moved = [broadcast_batch(a, size) if d is None else moveaxis_to(a, d, 0)
-                 for a, d in zip(args, batch_dims)]
+def _windowed(name, **slots):
+    """A primitive over windows of its operands (one, or two of one shape). Its vmap
+    rule gives the batch axis a window of 1: where it is for one operand; at the
+    front for two, an unbatched one broadcast."""
+    def batch(args, batch_dims, **params):
+        if len(args) == 1:
+            (x,), (d,) = args, batch_dims
+            return prim.bind(x, **_add_window_axis(params, d)), d
+        moved = move_batch_axes(args, batch_dims, 0, batch_size(args, batch_dims))
         return prim.bind(*moved, **_add_window_axis(params, 0)), 0
-    return rule
+
+    prim = Primitive(name, batch=batch, **slots)
+    return prim
 
 
 def _sum_vjp(g, out, x, *, window_dimensions, window_strides, padding):
@@ -229,14 +227,13 @@ def _sum_vjp(g, out, x, *, window_dimensions, window_strides, padding):
                               ((0, 0),) * x.ndim),)
 
 
-reduce_window_sum_p = Primitive(
+reduce_window_sum_p = _windowed(
     "reduce_window_sum", abstract_eval=_window_shape("reduce_window_sum"),
     impl=lambda x, window_dimensions, window_strides, padding: W.reduce_window(
         x, W.SUM, window_dimensions, window_strides, padding),
     jvp=lambda primals, tangents, **p: (reduce_window_sum_p.bind(primals[0], **p),
                                         reduce_window_sum_p.bind(tangents[0], **p)),
     vjp=_sum_vjp)
-reduce_window_sum_p.batch = _batch_unary(reduce_window_sum_p)
 
 
 def _window_params(window_dimensions, window_strides, padding):
@@ -261,13 +258,12 @@ def _extremum(name, op):
     def scatter(g, x, **p):
         return scatter_p.bind(g, x, **p)
 
-    reduce_p = Primitive(
+    reduce_p = _windowed(
         f"reduce_window_{name}", abstract_eval=_window_shape(f"reduce_window_{name}"),
         impl=impl,
         jvp=lambda primals, tangents, **p: (reduce_p.bind(primals[0], **p),
                                             gather(tangents[0], primals[0], **p)),
         vjp=lambda g, out, x, **p: (scatter(g, x, **p),))
-    reduce_p.batch = _batch_unary(reduce_p)
 
     def scatter_shape(g, x, **p):
         expected = _window_shape(f"select_and_scatter_add_{name}")(x, **p)
@@ -277,7 +273,7 @@ def _extremum(name, op):
         return ShapedArray(x.shape, x.dtype)
 
     # Linear in the first operand; the second only chooses positions (no derivative).
-    gather_p = Primitive(
+    gather_p = _windowed(
         f"select_and_gather_add_{name}", abstract_eval=_window_shape(
             f"select_and_gather_add_{name}"),
         impl=lambda t, x, window_dimensions, window_strides, padding: W.select_and_gather(
@@ -286,8 +282,7 @@ def _extremum(name, op):
             gather(*primals, **p), None if tangents[0] is None else gather(
                 tangents[0], primals[1], **p)),
         vjp=lambda g, out, t, x, **p: (scatter(g, x, **p), None))
-    gather_p.batch = _batch_binary(gather_p)
-    scatter_p = Primitive(
+    scatter_p = _windowed(
         f"select_and_scatter_add_{name}", abstract_eval=scatter_shape,
         impl=lambda g, x, window_dimensions, window_strides, padding: W.select_and_scatter(
             g, x, op, window_dimensions, window_strides, padding),
@@ -295,7 +290,6 @@ def _extremum(name, op):
             scatter(*primals, **p), None if tangents[0] is None else scatter(
                 tangents[0], primals[1], **p)),
         vjp=lambda ct, out, g, x, **p: (gather(ct, x, **p), None))
-    scatter_p.batch = _batch_binary(scatter_p)
     return reduce_p, gather_p, scatter_p
 
 

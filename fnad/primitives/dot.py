@@ -14,7 +14,7 @@ from ..core import Primitive
 from ..abstract import ShapedArray, check_same_dtype
 from ..errors import ShapeError
 from . import shape as S
-from ._rules import add_tangents
+from ._rules import add_tangents, batched_axes
 
 
 def _free(ndim, contract, batch):
@@ -130,9 +130,9 @@ def _batch(args, batch_dims, dimension_numbers):
     ld, rd = batch_dims
     (lc, rc), (lb, rb) = dimension_numbers
     if ld is not None:
-        lc, lb = S.batched_axes(lc, ld), S.batched_axes(lb, ld)
+        lc, lb = batched_axes(lc, ld), batched_axes(lb, ld)
     if rd is not None:
-        rc, rb = S.batched_axes(rc, rd), S.batched_axes(rb, rd)
+        rc, rb = batched_axes(rc, rd), batched_axes(rb, rd)
     if ld is not None and rd is not None:
         return dot_general(lhs, rhs, ((lc, rc), ((ld,) + lb, (rd,) + rb))), 0
     if ld is not None:
@@ -141,17 +141,6 @@ def _batch(args, batch_dims, dimension_numbers):
         out_d = (len(lb) + len(_free(lhs.ndim, lc, lb))
                  + _free(rhs.ndim, rc, rb).index(rd))
     return dot_general(lhs, rhs, ((lc, rc), (lb, rb))), out_d
-
-
-dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, jvp=_jvp,
-                          vjp=_vjp, batch=_batch, selective_vjp=True)
-
-
-def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
-    (lc, rc), (lb, rb) = dimension_numbers
-    dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
-          (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
-    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn)
 
 
 def _numba_source(args, in_avals, out, dimension_numbers):
@@ -179,4 +168,13 @@ def _numba_has_blas():
         return False
 
 
-dot_general_p.numba_source = _numba_source
+dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, jvp=_jvp,
+                          vjp=_vjp, batch=_batch, numba_source=_numba_source,
+                          selective_vjp=True)
+
+
+def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+    (lc, rc), (lb, rb) = dimension_numbers
+    dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
+          (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
+    return dot_general_p.bind(lhs, rhs, dimension_numbers=dn)

@@ -5,19 +5,21 @@ the input and the output, in fnad operations), and the scalar expression the
 fusing compiler inlines. Binary entries give both partial derivatives. The JVP
 and VJP rules of every entry are made from that one derivative, so the two modes
 cannot disagree. Binary primitives broadcast like numpy; their VJPs sum the
-cotangent back to each operand's shape.
+cotangent back to each operand's shape. Every primitive here is declared with
+elementwise_primitive, so they share one vmap rule.
 """
 import math
 
 import numpy as np
 
-from ..core import Primitive
-from ..abstract import ShapedArray
+from ..abstract import ShapedArray, broadcast_shapes
 from ..errors import DTypeError
 from ..kernels.cpu import elementwise as kernels
-from ._rules import (broadcasting, sum_to_shape, broadcast_to, add_tangents,
-                     drop_identity_operand, identity_when_same_type,
-                     batch_elementwise)
+from ._rules import broadcasting, add_tangents, drop_identity_operand
+# convert_element_type is declared with the kit every rule uses, below every family;
+# it belongs to this family's namespace all the same.
+from .structural import (  # noqa: F401
+    elementwise_primitive, broadcast_to, sum_to_shape, convert_element_type_p)
 
 FLOAT = "f"
 NUMERIC = "biuf"
@@ -44,9 +46,8 @@ def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
             raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
         return ShapedArray(x.shape, x.dtype)
 
-    prim = Primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=jvp, vjp=vjp,
-                     scalar=scalar)
-    prim.batch = batch_elementwise(prim)
+    prim = elementwise_primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=jvp,
+                                 vjp=vjp, scalar=scalar)
     return prim
 
 
@@ -102,7 +103,7 @@ def _round_shape(x, rounding_method):
 
 
 # Halves away from zero (C's round, lax.round's default) or to even (numpy's round).
-round_p = Primitive(
+round_p = elementwise_primitive(
     "round", abstract_eval=_round_shape,
     impl=lambda x, rounding_method: (np.round(x) if rounding_method == TO_NEAREST_EVEN
                                      else kernels.round_away(x)),
@@ -110,7 +111,7 @@ round_p = Primitive(
     vjp=lambda g, out, x, **params: (None,),
     scalar="kernels.round_scalar({0}, {rounding_method})")
 not_p = unary("not", np.invert, None, "(~{0})", kinds=INTEGRAL)
-is_finite_p = Primitive(
+is_finite_p = elementwise_primitive(
     "is_finite",
     abstract_eval=lambda x: ShapedArray(x.shape, np.bool_),
     impl=np.isfinite,
@@ -136,7 +137,7 @@ def _integer_pow_deriv(x, y):
     return y * integer_pow_p.bind(x, y=y - 1)
 
 
-integer_pow_p = Primitive(
+integer_pow_p = elementwise_primitive(
     "integer_pow",
     abstract_eval=lambda x, y: ShapedArray(x.shape, x.dtype),
     impl=lambda x, y: np.square(x) if y == 2 else np.power(x, y),
@@ -147,7 +148,7 @@ integer_pow_p = Primitive(
 
 # --------------------------------------------------------------------------- binary
 
-def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None):
+def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None, simplify=None):
     """dx(x, y, out), dy(x, y, out): the partial derivatives; None for no derivative."""
     def jvp(primals, tangents):
         x, y = primals
@@ -173,13 +174,13 @@ def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None):
                 ct_y = sum_to_shape(ct_y, y.shape)
         return ct_x, ct_y
 
-    prim = Primitive(name, abstract_eval=broadcasting(name, kinds=kinds, out_dtype=out_dtype),
-                     impl=impl, jvp=jvp, vjp=vjp, scalar=scalar, selective_vjp=True)
-    prim.batch = batch_elementwise(prim)
+    prim = elementwise_primitive(
+        name, abstract_eval=broadcasting(name, kinds=kinds, out_dtype=out_dtype), impl=impl,
+        jvp=jvp, vjp=vjp, scalar=scalar, simplify=simplify, selective_vjp=True)
     return prim
 
 
-def _linear_binary(name, impl, sign_y, scalar):
+def _linear_binary(name, impl, sign_y, scalar, simplify):
     """add and sub: derivatives are the identity, so skip the multiplications."""
     def jvp(primals, tangents):
         x, y = primals
@@ -193,17 +194,21 @@ def _linear_binary(name, impl, sign_y, scalar):
         return (sum_to_shape(g, x.shape) if needed[0] else None,
                 (sum_to_shape(g if sign_y > 0 else -g, y.shape) if needed[1] else None))
 
-    prim = Primitive(name, abstract_eval=broadcasting(name, kinds=NUMERIC), impl=impl,
-                     jvp=jvp, vjp=vjp, scalar=scalar, selective_vjp=True)
-    prim.batch = batch_elementwise(prim)
+    prim = elementwise_primitive(
+        name, abstract_eval=broadcasting(name, kinds=NUMERIC), impl=impl, jvp=jvp, vjp=vjp,
+        scalar=scalar, simplify=simplify, selective_vjp=True)
     return prim
 
 
-add_p = _linear_binary("add", np.add, +1, "({0} + {1})")
-sub_p = _linear_binary("sub", np.subtract, -1, "({0} - {1})")
-mul_p = binary("mul", np.multiply, lambda x, y, o: y, lambda x, y, o: x, "({0} * {1})")
+# The algebra the jit optimizer removes: adding zero, multiplying or dividing by one.
+add_p = _linear_binary("add", np.add, +1, "({0} + {1})",
+                       simplify=drop_identity_operand(0, (0, 1)))
+sub_p = _linear_binary("sub", np.subtract, -1, "({0} - {1})",
+                       simplify=drop_identity_operand(0, (1,)))
+mul_p = binary("mul", np.multiply, lambda x, y, o: y, lambda x, y, o: x, "({0} * {1})",
+               simplify=drop_identity_operand(1, (0, 1)))
 div_p = binary("div", np.divide, lambda x, y, o: 1 / y, lambda x, y, o: -o / y,
-               "({0} / {1})", kinds=FLOAT)
+               "({0} / {1})", kinds=FLOAT, simplify=drop_identity_operand(1, (1,)))
 # d/dy x^y = log(x) x^y, taken as 0 where x = 0 (the limit along y > 0).
 pow_p = binary("pow", np.power,
                lambda x, y, o: y * pow_p.bind(x, y - 1),
@@ -278,13 +283,12 @@ or_p = binary("or", np.bitwise_or, None, None, "({0} | {1})", kinds=INTEGRAL)
 xor_p = binary("xor", np.bitwise_xor, None, None, "({0} ^ {1})", kinds=INTEGRAL)
 
 
-# --------------------------------------------------------------------------- select, clamp, convert
+# --------------------------------------------------------------------------- select, clamp
 
 def _select_shape(pred, on_true, on_false):
     if pred.dtype != np.bool_:
         raise DTypeError(f"select needs a boolean predicate, got {pred}")
     out = broadcasting("select")(on_true, on_false)
-    from ..abstract import broadcast_shapes
     return ShapedArray(broadcast_shapes("select", pred.shape, out.shape), out.dtype)
 
 
@@ -305,9 +309,9 @@ def _select_vjp(g, out, pred, a, b, needed=(False, True, True)):
             sum_to_shape(select_p.bind(pred, zero, g), b.shape) if needed[2] else None)
 
 
-select_p = Primitive("select", abstract_eval=_select_shape, impl=np.where,
-                     jvp=_select_jvp, vjp=_select_vjp, scalar="({1} if {0} else {2})",
-                     selective_vjp=True)
+select_p = elementwise_primitive("select", abstract_eval=_select_shape, impl=np.where,
+                                 jvp=_select_jvp, vjp=_select_vjp,
+                                 scalar="({1} if {0} else {2})", selective_vjp=True)
 
 
 def _clamp_masks(lo, x, hi):
@@ -333,45 +337,11 @@ def _clamp_vjp(g, out, lo, x, hi):
             sum_to_shape(g * _indicator(above, g), hi.shape))
 
 
-clamp_p = Primitive("clamp", abstract_eval=broadcasting("clamp", kinds=NUMERIC),
-                    impl=lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
-                    jvp=_clamp_jvp, vjp=_clamp_vjp,
-                    scalar="kernels.minimum_scalar(kernels.maximum_scalar({1}, {0}), {2})")
-
-
-def _convert_jvp(primals, tangents, new_dtype):
-    x, = primals
-    t, = tangents
-    out = convert_element_type_p.bind(x, new_dtype=new_dtype)
-    if new_dtype.kind != "f":
-        return out, None
-    return out, convert_element_type_p.bind(t, new_dtype=new_dtype)
-
-
-def _convert_vjp(g, out, x, new_dtype):
-    if x.dtype.kind != "f":
-        return (None,)
-    return (convert_element_type_p.bind(g, new_dtype=x.dtype),)
-
-
-convert_element_type_p = Primitive(
-    "convert_element_type",
-    abstract_eval=lambda x, new_dtype: ShapedArray(x.shape, new_dtype),
-    impl=lambda x, new_dtype: x.astype(new_dtype),
-    jvp=_convert_jvp, vjp=_convert_vjp, scalar="{new_dtype}({0})")
+clamp_p = elementwise_primitive(
+    "clamp", abstract_eval=broadcasting("clamp", kinds=NUMERIC),
+    impl=lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi), jvp=_clamp_jvp, vjp=_clamp_vjp,
+    scalar="kernels.minimum_scalar(kernels.maximum_scalar({1}, {0}), {2})")
 
 
 # The identity with no derivative: differentiation treats the value as a constant.
 stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds="biuf")
-
-
-# Every primitive above is elementwise with numpy broadcasting: one vmap rule fits all.
-for _prim in (is_finite_p, integer_pow_p, round_p, select_p, clamp_p, convert_element_type_p):
-    _prim.batch = batch_elementwise(_prim)
-
-# Algebra the jit optimizer removes: adding zero, multiplying or dividing by one.
-add_p.simplify = drop_identity_operand(0, (0, 1))
-sub_p.simplify = drop_identity_operand(0, (1,))
-mul_p.simplify = drop_identity_operand(1, (0, 1))
-div_p.simplify = drop_identity_operand(1, (1,))
-convert_element_type_p.simplify = identity_when_same_type

@@ -35,9 +35,10 @@ from ..core import Primitive
 from ..abstract import ShapedArray
 from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import index as kernels
-from ._rules import instantiate, add_tangents
+from ._rules import instantiate, add_tangents, batch_size
 from . import shape as S
 from .elementwise import select_p, convert_element_type_p, eq_p, lt_p, add_p, clamp_p
+from .structural import move_batch_axis
 
 _MODES = {"clip": "clip", "promise_in_bounds": "clip", "fill": "fill", "drop": "fill"}
 
@@ -71,25 +72,6 @@ def _as(mask, like):
 
 
 # --------------------------------------------------------------------------- batching helpers
-
-def _move_axis(x, src, dst, size):
-    """x with its batch axis moved from src to dst; an unbatched x (src None) is
-    broadcast along a new axis dst of length size."""
-    shape = list(x.shape)
-    if src is None:
-        shape.insert(dst, size)
-        return S.broadcast_in_dim(x, tuple(shape), tuple(i for i in range(len(shape))
-                                                         if i != dst))
-    if src == dst:
-        return x
-    perm = [i for i in range(len(shape)) if i != src]
-    perm.insert(dst, src)
-    return S.transpose(x, tuple(perm))
-
-
-def _batch_size(args, batch_dims):
-    return next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
-
 
 def _with_batch_coordinate(indices):
     """Indices (B, batch..., k) -> (B, batch..., 1 + k), the first coordinate b."""
@@ -201,12 +183,12 @@ def _gather_batch(args, batch_dims, mode):
     operand_dim, indices_dim = batch_dims
     if indices_dim is None:     # the batch axis rides along as part of each row
         k = indices.shape[-1]
-        operand = _move_axis(operand, operand_dim, k, None)
+        operand = move_batch_axis(operand, operand_dim, k, None)
         return gather_p.bind(operand, indices, mode=mode), len(indices.shape) - 1
-    indices = _move_axis(indices, indices_dim, 0, None)
+    indices = move_batch_axis(indices, indices_dim, 0, None)
     if operand_dim is None:
         return gather_p.bind(operand, indices, mode=mode), 0
-    operand = _move_axis(operand, operand_dim, 0, None)
+    operand = move_batch_axis(operand, operand_dim, 0, None)
     return gather_p.bind(operand, _with_batch_coordinate(indices), mode=mode), 0
 
 
@@ -341,16 +323,16 @@ def _scatter_batch(name):
     def batch(args, batch_dims, **params):
         operand, indices, updates = args
         operand_dim, indices_dim, updates_dim = batch_dims
-        size = _batch_size(args, batch_dims)
+        size = batch_size(args, batch_dims)
         prim = SCATTERS[name]
         if indices_dim is None:     # the batch axis rides along as part of each row
             k, nb = indices.shape[-1], len(indices.shape) - 1
-            operand = _move_axis(operand, operand_dim, k, size)
-            updates = _move_axis(updates, updates_dim, nb, size)
+            operand = move_batch_axis(operand, operand_dim, k, size)
+            updates = move_batch_axis(updates, updates_dim, nb, size)
             return prim.bind(operand, indices, updates, **params), k
-        indices = _with_batch_coordinate(_move_axis(indices, indices_dim, 0, size))
-        operand = _move_axis(operand, operand_dim, 0, size)
-        updates = _move_axis(updates, updates_dim, 0, size)
+        indices = _with_batch_coordinate(move_batch_axis(indices, indices_dim, 0, size))
+        operand = move_batch_axis(operand, operand_dim, 0, size)
+        updates = move_batch_axis(updates, updates_dim, 0, size)
         return prim.bind(operand, indices, updates, **params), 0
     return batch
 
@@ -430,7 +412,8 @@ def _window_indices(shape, sizes, starts, start_dims, size):
     zero = np.zeros((), int64)
     columns = [S.iota(int64, out_shape, 0)]
     for j, (n, m, start, d) in enumerate(zip(shape, sizes, starts, start_dims)):
-        start = convert_element_type_p.bind(_move_axis(start, d, 0, size), new_dtype=int64)
+        start = convert_element_type_p.bind(move_batch_axis(start, d, 0, size),
+                                            new_dtype=int64)
         start = select_p.bind(lt_p.bind(start, zero), add_p.bind(start, np.asarray(n, int64)),
                               start)
         start = clamp_p.bind(zero, start, np.asarray(n - m, int64))
@@ -443,8 +426,8 @@ def _window_indices(shape, sizes, starts, start_dims, size):
 def _dynamic_slice_batch(args, batch_dims, slice_sizes):
     operand, *starts = args
     operand_dim, *start_dims = batch_dims
-    size = _batch_size(args, batch_dims)
-    operand = _move_axis(operand, operand_dim, 0, size)
+    size = batch_size(args, batch_dims)
+    operand = move_batch_axis(operand, operand_dim, 0, size)
     if all(d is None for d in start_dims):
         return dynamic_slice_p.bind(operand, np.zeros((), np.int64), *starts,
                                     slice_sizes=(size,) + tuple(slice_sizes)), 0
@@ -491,9 +474,9 @@ def _dynamic_update_slice_vjp(g, out, operand, update, *starts):
 def _dynamic_update_slice_batch(args, batch_dims):
     operand, update, *starts = args
     operand_dim, update_dim, *start_dims = batch_dims
-    size = _batch_size(args, batch_dims)
-    operand = _move_axis(operand, operand_dim, 0, size)
-    update = _move_axis(update, update_dim, 0, size)
+    size = batch_size(args, batch_dims)
+    operand = move_batch_axis(operand, operand_dim, 0, size)
+    update = move_batch_axis(update, update_dim, 0, size)
     if all(d is None for d in start_dims):
         return dynamic_update_slice_p.bind(operand, update, np.zeros((), np.int64),
                                            *starts), 0

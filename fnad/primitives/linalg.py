@@ -21,10 +21,12 @@ from ..core import Primitive
 from ..abstract import ShapedArray, get_aval
 from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import linalg as kernels
+from ._rules import batch_size
 from . import shape as S
 from .dot import dot_general
 from .reduce import reduce_sum
 from .elementwise import add_p, sub_p, mul_p, neg_p, div_p
+from .structural import move_batch_axes
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -116,27 +118,17 @@ def _inv_transpose(a):
     return solve_p.bind(_mT(a), _eye(a))
 
 
-def _leading_batch_rule(prim, shift=()):
-    """vmap rule for a primitive that maps over leading axes: move every batch axis
-    to the front (materializing it for unbatched operands) and add one more leading
-    axis. `shift` names integer params that count axes and so move by one."""
+def _leading(name, **slots):
+    """A primitive that maps over the leading axes of its operands. Its vmap rule moves
+    every batch axis to the front (broadcasting unbatched operands) and binds it once,
+    with one more leading axis."""
     def batch(args, batch_dims, **params):
-        size = next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
-        moved = [_to_front(x, d, size) for x, d in zip(args, batch_dims)]
-        params = {k: v + 1 if k in shift else v for k, v in params.items()}
+        moved = move_batch_axes(args, batch_dims, 0, batch_size(args, batch_dims))
         out = prim.bind(*moved, **params)
         return out, ([0] * len(out) if prim.multiple_results else 0)
-    return batch
 
-
-def _to_front(x, d, size):
-    if d is None:
-        shape = tuple(x.shape)
-        return S.broadcast_in_dim(x, (size,) + shape, tuple(range(1, len(shape) + 1)))
-    if d == 0:
-        return x
-    perm = (d,) + tuple(i for i in range(len(x.shape)) if i != d)
-    return S.transpose(x, perm)
+    prim = Primitive(name, batch=batch, **slots)
+    return prim
 
 
 # --------------------------------------------------------------------------- triangular_solve
@@ -172,11 +164,10 @@ def _triangular_solve_vjp(g, x, a, b, left_side, lower, transpose_a, unit_diagon
     return _triangle(ct_a, lower, unit_diagonal), ct_b
 
 
-triangular_solve_p = Primitive(
+triangular_solve_p = _leading(
     "triangular_solve", abstract_eval=_triangular_solve_shape,
     impl=_checked(_triangular_solve_shape, kernels.triangular_solve),
     jvp=_triangular_solve_jvp, vjp=_triangular_solve_vjp, selective_vjp=True)
-triangular_solve_p.batch = _leading_batch_rule(triangular_solve_p)
 
 
 def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
@@ -225,10 +216,9 @@ def _cholesky_vjp(g, L, a):
     return (add_p.bind(_tril(s), _tril(_mT(s), -1)),)
 
 
-cholesky_p = Primitive("cholesky", abstract_eval=_cholesky_shape,
-                       impl=_checked(_cholesky_shape, np.linalg.cholesky),
-                       jvp=_cholesky_jvp, vjp=_cholesky_vjp)
-cholesky_p.batch = _leading_batch_rule(cholesky_p)
+cholesky_p = _leading("cholesky", abstract_eval=_cholesky_shape,
+                      impl=_checked(_cholesky_shape, np.linalg.cholesky),
+                      jvp=_cholesky_jvp, vjp=_cholesky_vjp)
 
 
 def cholesky(x, *, symmetrize_input=True):
@@ -265,10 +255,9 @@ def _solve_vjp(g, x, a, b, needed=None):
     return neg_p.bind(_mm(ct_b, _mT(x))), ct_b
 
 
-solve_p = Primitive("solve", abstract_eval=_solve_shape,
-                    impl=_checked(_solve_shape, np.linalg.solve),
-                    jvp=_solve_jvp, vjp=_solve_vjp, selective_vjp=True)
-solve_p.batch = _leading_batch_rule(solve_p)
+solve_p = _leading("solve", abstract_eval=_solve_shape,
+                   impl=_checked(_solve_shape, np.linalg.solve),
+                   jvp=_solve_jvp, vjp=_solve_vjp, selective_vjp=True)
 
 
 def solve(a, b):
@@ -308,10 +297,9 @@ def _slogdet_vjp(cts, outs, a):
     return (None if g is None else _times_each(g, _inv_transpose(a)),)
 
 
-slogdet_p = Primitive("slogdet", abstract_eval=_det_shape("slogdet", True),
-                      impl=_checked(_det_shape("slogdet", True), _slogdet_impl),
-                      jvp=_slogdet_jvp, vjp=_slogdet_vjp, multiple_results=True)
-slogdet_p.batch = _leading_batch_rule(slogdet_p)
+slogdet_p = _leading("slogdet", abstract_eval=_det_shape("slogdet", True),
+                     impl=_checked(_det_shape("slogdet", True), _slogdet_impl),
+                     jvp=_slogdet_jvp, vjp=_slogdet_vjp, multiple_results=True)
 
 
 def slogdet(a):
@@ -320,14 +308,13 @@ def slogdet(a):
     return sign, logabsdet
 
 
-det_p = Primitive(
+det_p = _leading(
     "det", abstract_eval=_det_shape("det", False),
     impl=_checked(_det_shape("det", False), lambda a: np.asarray(np.linalg.det(a), a.dtype)),
     jvp=lambda primals, tangents: (
         det_p.bind(primals[0]),
         mul_p.bind(det_p.bind(primals[0]), _trace(solve_p.bind(primals[0], tangents[0])))),
     vjp=lambda g, out, a: (_times_each(mul_p.bind(g, out), _inv_transpose(a)),))
-det_p.batch = _leading_batch_rule(det_p)
 
 
 def det(a):

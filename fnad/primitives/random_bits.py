@@ -19,22 +19,16 @@ import numpy as np
 from ..core import Primitive
 from ..abstract import ShapedArray, broadcast_shapes
 from ..errors import DTypeError, ShapeError
-from ._rules import batch_elementwise
+from ..kernels.cpu import random as kernels
+from .structural import elementwise_primitive, moveaxis_to
 
 UINT32 = np.dtype(np.uint32)
 UINTS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: UINT32, 64: np.dtype(np.uint64)}
 
 
-def _kernels():
-    from ..kernels.cpu import random
-    return random
-
-
-def _zero_jvp(prim):
-    def jvp(primals, tangents, **params):
-        out = prim.bind(*primals, **params)
-        return out, ([None] * len(out) if prim.multiple_results else None)
-    return jvp
+def _zero_jvp(prim, primals, params):
+    out = prim.bind(*primals, **params)
+    return out, ([None] * len(out) if prim.multiple_results else None)
 
 
 def _no_vjp(g, out, *args, **params):
@@ -62,15 +56,14 @@ def _threefry_impl(k0, k1, x0, x1):
         words = [np.broadcast_to(w, shape) for w in words]
     flat = [np.ravel(w) for w in words]
     y0, y1 = np.empty(flat[0].size, UINT32), np.empty(flat[0].size, UINT32)
-    _kernels().threefry2x32(*flat, y0, y1)
+    kernels.threefry2x32(*flat, y0, y1)
     return [y0.reshape(shape), y1.reshape(shape)]
 
 
-threefry2x32_p = Primitive("threefry2x32", abstract_eval=_threefry_shape,
-                           impl=_threefry_impl, jvp=None, vjp=_no_vjp,
-                           multiple_results=True)
-threefry2x32_p.jvp = _zero_jvp(threefry2x32_p)
-threefry2x32_p.batch = batch_elementwise(threefry2x32_p)
+threefry2x32_p = elementwise_primitive(
+    "threefry2x32", abstract_eval=_threefry_shape, impl=_threefry_impl,
+    jvp=lambda primals, tangents: _zero_jvp(threefry2x32_p, primals, {}), vjp=_no_vjp,
+    multiple_results=True)
 
 
 # --------------------------------------------------------------------------- draws
@@ -101,10 +94,10 @@ def _bits_impl(keys, shape, bit_width):
     out_shape = keys.shape[:-1] + shape
     if bit_width == 64:
         out = np.empty((flat.shape[0], size), np.uint64)
-        _kernels().bits64(flat, out)
+        kernels.bits64(flat, out)
     else:
         out = np.empty((flat.shape[0], size), np.uint32)
-        _kernels().bits32(flat, out)
+        kernels.bits32(flat, out)
         if bit_width != 32:     # the low bits, as JAX converts y0 ^ y1
             out = out.astype(UINTS[bit_width])
     return out.reshape(out_shape)
@@ -119,25 +112,26 @@ def _split_impl(keys, shape):
     flat = _flat_keys(keys)
     size = int(np.prod(shape, dtype=np.int64))
     out = np.empty((flat.shape[0], size, 2), np.uint32)
-    _kernels().split(flat, out)
+    kernels.split(flat, out)
     return out.reshape(keys.shape[:-1] + shape + (2,))
 
 
-def _batch_keys(prim):
-    def rule(args, batch_dims, **params):
-        from ..transforms.batching import moveaxis_to
+def _draw(name, **slots):
+    """A primitive of keys (..., 2). Its outputs are integers, so its JVP is zero; its
+    vmap rule moves the batch axis to the front of the keys and makes one call."""
+    def jvp(primals, tangents, **params):
+        return _zero_jvp(prim, primals, params)
+
+    def batch(args, batch_dims, **params):
         keys, = args
         return prim.bind(moveaxis_to(keys, batch_dims[0], 0), **params), 0
-    return rule
+
+    prim = Primitive(name, jvp=jvp, vjp=_no_vjp, batch=batch, **slots)
+    return prim
 
 
-random_bits_p = Primitive("random_bits", abstract_eval=_bits_shape, impl=_bits_impl,
-                          jvp=None, vjp=_no_vjp)
-random_split_p = Primitive("random_split", abstract_eval=_split_shape, impl=_split_impl,
-                           jvp=None, vjp=_no_vjp)
-for _prim in (random_bits_p, random_split_p):
-    _prim.jvp = _zero_jvp(_prim)
-    _prim.batch = _batch_keys(_prim)
+random_bits_p = _draw("random_bits", abstract_eval=_bits_shape, impl=_bits_impl)
+random_split_p = _draw("random_split", abstract_eval=_split_shape, impl=_split_impl)
 
 
 def _static_shape(name, shape):

@@ -1,89 +1,37 @@
 """Reductions over axes (sum, max, min, prod, argmax, argmin) and cumulative ops
-along one axis (cumsum, cumprod, cummax, cummin)."""
+along one axis (cumsum, cumprod, cummax, cummin). reduce_sum, which every family's
+cotangents use, is declared in structural.py and imported here."""
 import numpy as np
 
-from ..core import Primitive
 from ..abstract import ShapedArray
-from ..kernels.cpu import reduce as kernels
+from ..core import Primitive
 from ..errors import ShapeError, DTypeError
+from ._rules import axes_reduction, check_axes
 from . import shape as S
 from .elementwise import select_p, convert_element_type_p, eq_p
-
-
-def _check_axes(name, x, axes):
-    if len(set(axes)) != len(axes) or any(not 0 <= a < x.ndim for a in axes):
-        raise ShapeError(f"{name}: axes {tuple(axes)} out of range for an operand of "
-                         f"shape {tuple(x.shape)}")
-
-
-def _reduced_shape(name, *, out_dtype=None):
-    def abstract_eval(x, axes):
-        _check_axes(name, x, axes)
-        return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i not in axes),
-                           out_dtype or x.dtype)
-    return abstract_eval
+# reduce_sum is declared with the kit every rule uses, below every family; it belongs
+# to this family's namespace all the same.
+from .structural import reduce_sum_p, reduce_sum, expand_to  # noqa: F401
 
 
 def keepdims_shape(shape, axes):
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
-def expand_to(g, x_shape, axes):
-    """Broadcast a reduced value back over the reduced axes of x_shape."""
-    kept = tuple(i for i in range(len(x_shape)) if i not in axes)
-    return S.broadcast_in_dim(g, tuple(x_shape), kept)
-
-
 def _as(mask, like):
     return convert_element_type_p.bind(mask, new_dtype=like.dtype)
 
 
-# vmap rules: the batch axis stays where it is; the reduced axes are renumbered
-# around it.
-
-def _batch_reduction(prim):
-    def batch(args, batch_dims, axes):
-        (x,), (d,) = args, batch_dims
-        return (prim.bind(x, axes=S.batched_axes(axes, d)),
-                d - sum(a < d for a in axes))
-    return batch
-
-
-def _batch_along(prim, reduces):
-    """For ops along one `axis`, which they reduce (argmax) or keep (cumsum)."""
+def _along_axis(name, *, reduces, **slots):
+    """A primitive along one `axis` param, which it reduces (argmax) or keeps (cumsum).
+    Its vmap rule keeps the batch axis where it is and renumbers `axis` around it."""
     def batch(args, batch_dims, axis, **params):
         (x,), (d,) = args, batch_dims
         out = prim.bind(x, axis=axis + (axis >= d), **params)
         return out, d - (reduces and axis < d)
-    return batch
 
-
-# --------------------------------------------------------------------------- sum
-
-def _wide_float(dtype):
-    """float16 and float32 sums accumulate in float64. Adding n values one at a time
-    in float32 errs by up to n * 2**-24 of the sum of their magnitudes (about 6% for
-    ten million); in float64 by n * 2**-53, far below the one rounding to float32 at
-    the end. Every mode uses this accumulator (numpy here, the fused loops, the GPU
-    reduction), so they agree to the last bit but for the order of float64 adds."""
-    return _WIDER.get(dtype, dtype)
-
-
-_WIDER = {np.dtype(np.float16): np.dtype(np.float64), np.dtype(np.float32): np.dtype(np.float64)}
-
-
-reduce_sum_p = Primitive(
-    "reduce_sum", abstract_eval=_reduced_shape("reduce_sum"),
-    reduction=(lambda dtype: 0, "{acc} + {x}", _wide_float),
-    impl=lambda x, axes: kernels.wide_sum(x, axes, _wide_float(x.dtype)),
-    jvp=lambda primals, tangents, axes: (reduce_sum(primals[0], axes),
-                                         reduce_sum(tangents[0], axes)),
-    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes),))
-reduce_sum_p.batch = _batch_reduction(reduce_sum_p)
-
-
-def reduce_sum(x, axes):
-    return reduce_sum_p.bind(x, axes=tuple(axes))
+    prim = Primitive(name, batch=batch, **slots)
+    return prim
 
 
 # --------------------------------------------------------------------------- max, min
@@ -109,9 +57,7 @@ def _extremum(name, impl, reduction):
                              f"(operand shape {x.shape}, axes {axes})")
         return impl(x, axis=axes)
 
-    prim = Primitive(name, abstract_eval=_reduced_shape(name), impl=checked_impl,
-                     jvp=jvp, vjp=vjp, reduction=reduction)
-    prim.batch = _batch_reduction(prim)
+    prim = axes_reduction(name, impl=checked_impl, jvp=jvp, vjp=vjp, reduction=reduction)
     return prim
 
 
@@ -161,14 +107,13 @@ def _product_of_others(x, axes):
     return S.transpose(others, tuple(np.argsort(perm)))
 
 
-reduce_prod_p = Primitive(
-    "reduce_prod", abstract_eval=_reduced_shape("reduce_prod"),
+reduce_prod_p = axes_reduction(
+    "reduce_prod",
     impl=lambda x, axes: np.multiply.reduce(x, axis=axes, dtype=x.dtype),
     jvp=lambda primals, tangents, axes: (
         reduce_prod(primals[0], axes),
         reduce_sum(tangents[0] * _product_of_others(primals[0], axes), axes)),
     vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes) * _product_of_others(x, axes),))
-reduce_prod_p.batch = _batch_reduction(reduce_prod_p)
 
 
 def reduce_prod(x, axes):
@@ -179,7 +124,7 @@ def reduce_prod(x, axes):
 
 def _arg_shape(name):
     def abstract_eval(x, axis, index_dtype):
-        _check_axes(name, x, (axis,))
+        check_axes(name, x, (axis,))
         if x.shape[axis] == 0:
             raise ShapeError(f"{name} of an empty axis (operand shape {tuple(x.shape)})")
         return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i != axis), index_dtype)
@@ -187,12 +132,11 @@ def _arg_shape(name):
 
 
 def _arg_reduction(name, impl):
-    prim = Primitive(
-        name, abstract_eval=_arg_shape(name),
+    prim = _along_axis(
+        name, reduces=True, abstract_eval=_arg_shape(name),
         impl=lambda x, axis, index_dtype: impl(x, axis=axis).astype(index_dtype),
         jvp=lambda primals, tangents, **params: (prim.bind(*primals, **params), None),
         vjp=lambda g, out, x, **params: (None,))
-    prim.batch = _batch_along(prim, reduces=True)
     return prim
 
 
@@ -204,7 +148,7 @@ argmin_p = _arg_reduction("argmin", np.argmin)
 
 def _cumulative_shape(name, kinds="biuf"):
     def abstract_eval(x, axis, reverse):
-        _check_axes(name, x, (axis,))
+        check_axes(name, x, (axis,))
         if x.dtype.kind not in kinds:
             raise DTypeError(f"{name} does not accept dtype {x.dtype}")
         return ShapedArray(x.shape, x.dtype)
@@ -299,21 +243,19 @@ def _cum_extremum(name, ufunc):
                         (moved_g.ndim,))
         return (_restore_axis(ct, axis),)
 
-    prim = Primitive(name, abstract_eval=_cumulative_shape(name),
-                     impl=_along(ufunc.accumulate), jvp=jvp, vjp=vjp)
-    prim.batch = _batch_along(prim, reduces=False)
+    prim = _along_axis(name, reduces=False, abstract_eval=_cumulative_shape(name),
+                       impl=_along(ufunc.accumulate), jvp=jvp, vjp=vjp)
     return prim
 
 
-cumsum_p = Primitive(
-    "cumsum", abstract_eval=_cumulative_shape("cumsum"), impl=_along(np.cumsum),
+cumsum_p = _along_axis(
+    "cumsum", reduces=False, abstract_eval=_cumulative_shape("cumsum"),
+    impl=_along(np.cumsum),
     jvp=lambda primals, tangents, axis, reverse: (cumsum(primals[0], axis, reverse),
                                                   cumsum(tangents[0], axis, reverse)),
     vjp=lambda g, out, x, axis, reverse: (cumsum(g, axis, not reverse),))
-cumsum_p.batch = _batch_along(cumsum_p, reduces=False)
-cumprod_p = Primitive("cumprod", abstract_eval=_cumulative_shape("cumprod"),
-                      impl=_along(np.cumprod), jvp=_cumprod_jvp, vjp=_cumprod_vjp)
-cumprod_p.batch = _batch_along(cumprod_p, reduces=False)
+cumprod_p = _along_axis("cumprod", reduces=False, abstract_eval=_cumulative_shape("cumprod"),
+                        impl=_along(np.cumprod), jvp=_cumprod_jvp, vjp=_cumprod_vjp)
 cummax_p = _cum_extremum("cummax", np.maximum)
 cummin_p = _cum_extremum("cummin", np.minimum)
 

@@ -12,7 +12,9 @@ import numpy as np
 from ..core import Primitive
 from ..abstract import ShapedArray
 from ..errors import ShapeError
+from ._rules import batch_size
 from . import shape as S
+from .structural import move_batch_axes
 
 
 def _sort_shape(*operands, dimension, num_keys):
@@ -75,9 +77,7 @@ def _sort_vjp(cts, outs, *operands, dimension, num_keys):
 
 
 def _sort_batch(args, batch_dims, dimension, num_keys):
-    from .linalg import _to_front
-    size = next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
-    moved = [_to_front(x, d, size) for x, d in zip(args, batch_dims)]
+    moved = move_batch_axes(args, batch_dims, 0, batch_size(args, batch_dims))
     out = sort_p.bind(*moved, dimension=dimension + 1, num_keys=num_keys)
     return out, [0] * len(out)
 

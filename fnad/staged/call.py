@@ -7,7 +7,8 @@ stay single compiled calls. Its cpu kernel is the cpu backend's compiled program
 """
 from ..backend import host_kernel
 from ..core import Primitive
-from ..transforms.batching import moveaxis_to
+from ..primitives._rules import batch_size
+from ..primitives.structural import move_batch_axes
 from .programs import batched_program_as_traced, jvp_program, vjp_program
 
 
@@ -39,10 +40,10 @@ def _jit_call_vjp(cts, outs, *args, program):
 
 def _jit_call_batch(args, batch_dims, program):
     # vmap(jit(f)) stays one compiled call: jit the vmapped program.
-    size = next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
+    size = batch_size(args, batch_dims)
     in_batched = tuple(d is not None for d in batch_dims)
     closed, out_batched = batched_program_as_traced(program, in_batched, size)
-    moved = [x if d is None else moveaxis_to(x, d, 0) for x, d in zip(args, batch_dims)]
+    moved = move_batch_axes(args, batch_dims, 0)
     return call(closed, *moved), [0 if b else None for b in out_batched]
 
 

@@ -28,8 +28,8 @@ from ..program import ClosedProgram, Program, Var, evaluate, per_program
 from ..primitives.elementwise import select_p, eq_p, gt_p, clamp_p, convert_element_type_p, add_p
 from ..primitives.reduce import reduce_max_p
 from ..primitives.shape import broadcast_in_dim
-from ..primitives._rules import zeros
-from ..transforms.batching import broadcast_batch, moveaxis_to
+from ..primitives._rules import batch_size, zeros
+from ..primitives.structural import broadcast_batch_where, move_batch_axes, move_batch_axis
 from ..transforms.custom import pullback_floats
 from ..transforms.optimize import optimize
 from .programs import batched_program, dependent, jvp_program, vjp_program, vmapped
@@ -109,19 +109,6 @@ def _joined(_first, programs):
         joined.append(Program(invars + program.invars[k:], program.eqns,
                               program.outputs))
     return tuple(joined)
-
-
-def _batch_size(args, dims):
-    return next(x.shape[d] for x, d in zip(args, dims) if d is not None)
-
-
-def _move_to(args, dims, dst):
-    return [x if d is None else moveaxis_to(x, d, dst) for x, d in zip(args, dims)]
-
-
-def _broadcast_where(xs, is_batched, want_batched, size):
-    return [broadcast_batch(x, size) if w and not b else x
-            for x, b, w in zip(xs, is_batched, want_batched)]
 
 
 def _float_mask(xs, tangents):
@@ -211,8 +198,8 @@ def _cond_vjp(cts, outs, index, *ops, branches):
 
 
 def _cond_batch(args, dims, branches):
-    size = _batch_size(args, dims)
-    index, ops = args[0], _move_to(args[1:], dims[1:], 0)
+    size = batch_size(args, dims)
+    index, ops = args[0], move_batch_axes(args[1:], dims[1:], 0)
     in_batched = tuple(d is not None for d in dims[1:])
     if dims[0] is None:
         out_batched = _union(dependent(b, in_batched) for b in branches)
@@ -222,7 +209,7 @@ def _cond_batch(args, dims, branches):
         return outs, [0 if b else None for b in out_batched]
     # Each example may take a different branch: run them all, then select.
     n = len(branches)
-    index = _move_to([index], dims[:1], 0)[0]
+    index = move_batch_axis(index, dims[0], 0)
     index = clamp_p.bind(np.asarray(0, index.dtype), index, np.asarray(n - 1, index.dtype))
     every = [True] * len(branches[0].outputs)
     results = [vmapped(b, ops, in_batched, every, size) for b in branches]
@@ -297,14 +284,14 @@ def _while_vjp(cts, outs, *args, **params):
 
 def _while_batch(args, dims, cond, body, cond_nconsts, body_nconsts):
     nc, nb = cond_nconsts, body_nconsts
-    size = _batch_size(args, dims)
-    cond_consts, body_consts, init = _split(_move_to(args, dims, 0), nc, nb)
+    size = batch_size(args, dims)
+    cond_consts, body_consts, init = _split(move_batch_axes(args, dims, 0), nc, nb)
     cc_b, bc_b, init_b = (tuple(d is not None for d in part) for part in _split(dims, nc, nb))
     carry_b, _ = _loop_fixed_point(body, bc_b, init_b, (), False)
     pred_batched = dependent(cond, cc_b + carry_b)[0]
     if pred_batched:
         carry_b = (True,) * len(init)
-    init = _broadcast_where(init, init_b, carry_b, size)
+    init = broadcast_batch_where(init, init_b, carry_b, size)
     if not pred_batched:
         test = batched_program(cond, cc_b + carry_b, (False,), size)
         step = batched_program(body, bc_b + carry_b, carry_b, size)
@@ -464,17 +451,19 @@ def _scan_vjp_body(body, num_consts, num_carry):
 
 def _scan_batch(args, dims, body, num_consts, num_carry, length, reverse):
     nC, nc = num_consts, num_carry
-    size = _batch_size(args, dims)
+    size = batch_size(args, dims)
     c_dims, init_dims, x_dims = _split(dims, nC, nc)
-    consts, init = _move_to(args[:nC], c_dims, 0), _move_to(args[nC:nC + nc], init_dims, 0)
-    xs = _move_to(args[nC + nc:], x_dims, 1)        # axis 0 is scanned over
+    consts = move_batch_axes(args[:nC], c_dims, 0)
+    init = move_batch_axes(args[nC:nC + nc], init_dims, 0)
+    xs = move_batch_axes(args[nC + nc:], x_dims, 1)        # axis 0 is scanned over
     c_b, init_b, x_b = (tuple(d is not None for d in part) for part in (c_dims, init_dims,
                                                                          x_dims))
     carry_b, ys_b = _loop_fixed_point(body, c_b, init_b, x_b, False)
     step = batched_program(body, c_b + carry_b + x_b, carry_b + ys_b, size)
-    outs = scan_p.bind(*step.consts, *consts, *_broadcast_where(init, init_b, carry_b, size),
-                       *xs, body=step.program, num_consts=len(step.consts) + nC,
-                       num_carry=nc, length=length, reverse=reverse)
+    init = broadcast_batch_where(init, init_b, carry_b, size)
+    outs = scan_p.bind(*step.consts, *consts, *init, *xs, body=step.program,
+                       num_consts=len(step.consts) + nC, num_carry=nc, length=length,
+                       reverse=reverse)
     return outs, [0 if b else None for b in carry_b] + [1 if b else None for b in ys_b]
 
 

@@ -10,9 +10,10 @@ that tells which outputs the flagged inputs can reach.
 from ..abstract import ShapedArray
 from ..core import current_trace, use_trace
 from ..primitives._rules import zeros
+from ..primitives.structural import broadcast_batch, moveaxis_to
 from ..program import Var, evaluate, per_program
 from ..transforms._util import as_value
-from ..transforms.batching import BatchTrace, BatchTracer, broadcast_batch, moveaxis_to
+from ..transforms.batching import BatchTrace, BatchTracer
 from ..transforms.custom import pullback_floats
 from ..transforms.jvp import jvp
 from .staging import stage

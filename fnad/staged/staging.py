@@ -12,9 +12,11 @@ from ..abstract import get_aval
 from ..array import Array
 from ..core import Primitive, Trace, Tracer, bind_custom, current_trace, use_trace
 from ..errors import ConcretizationError, EscapedTracerError
+from ..primitives._rules import batch_size
+from ..primitives.structural import move_batch_axes
 from ..program import ClosedProgram, Equation, Literal, Program, Var, evaluate
 from ..transforms._util import as_value
-from ..transforms.batching import batch_rules, moveaxis_to
+from ..transforms.batching import batch_rules
 from ..transforms.optimize import optimize
 
 
@@ -131,8 +133,8 @@ def _custom_call_impl(*args, rules, program):
 def _custom_call_batch(args, batch_dims, rules, program):
     # Reached only by binding directly: vmap itself hands custom rules to
     # BatchTrace.process_custom, which does the same.
-    size = next(x.shape[d] for x, d in zip(args, batch_dims) if d is not None)
-    moved = [x if d is None else moveaxis_to(x, d, 0) for x, d in zip(args, batch_dims)]
+    size = batch_size(args, batch_dims)
+    moved = move_batch_axes(args, batch_dims, 0)
     outs = bind_custom(batch_rules(rules, [d is not None for d in batch_dims], size), moved)
     return outs, [0] * len(outs)
 

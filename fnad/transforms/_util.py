@@ -6,7 +6,7 @@ from ..core import Tracer
 from ..dtypes import canonical_python_dtype, check_supported
 from ..errors import ArgnumsError, GradientError, HasAuxError, ShapeError
 from ..tree_util import tree_flatten
-from ..primitives._rules import zeros, instantiate  # noqa: F401 (instantiate: used by jvp)
+from ..primitives._rules import zeros
 
 
 def as_value(x, what):

@@ -6,10 +6,13 @@ axes, None for unbatched) to the batched result, so the whole batch is one call
 of the primitive: vmap never loops over examples.
 """
 
+from ..abstract import ShapedArray
 from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
-from ..errors import AxisSpecError, ShapeError, TreeStructureError
+from ..errors import AxisSpecError, ConcretizationError, ShapeError, TreeStructureError
+from ..primitives.structural import broadcast_batch, move_batch_axes, moveaxis_to
 from ..tree_util import tree_flatten, tree_unflatten, tree_leaves, broadcast_prefix
 from ._util import as_value
+from .custom import CustomRules
 
 
 class BatchTracer(Tracer):
@@ -22,7 +25,6 @@ class BatchTracer(Tracer):
 
     @property
     def aval(self):
-        from ..abstract import ShapedArray
         shape = list(self.value.shape)
         del shape[self.batch_dim]
         return ShapedArray(shape, self.value.dtype)
@@ -38,7 +40,6 @@ class BatchTracer(Tracer):
         return self.value.dtype
 
     def concrete(self):
-        from ..errors import ConcretizationError
         raise ConcretizationError(
             f"a value batched by vmap (per-example shape {self.shape}, dtype {self.dtype}) "
             f"was used where one concrete Python value is needed (bool(), int(), float(), "
@@ -86,8 +87,7 @@ class BatchTrace(Trace):
             if not batched:
                 return bind_custom(rules, values)
             size = self.axis_size
-            moved = [moveaxis_to(v, d, 0) if d is not None else v
-                     for v, d in zip(values, dims)]
+            moved = move_batch_axes(values, dims, 0)
             outs = bind_custom(batch_rules(rules, [d is not None for d in dims], size), moved)
         return [BatchTracer(self, o, 0) for o in outs]
 
@@ -95,7 +95,6 @@ class BatchTrace(Trace):
 def batch_rules(rules, batched, size):
     """CustomRules over batched arrays (batch axis 0 where `batched`), built by
     vmapping the function and each of its rules: custom derivatives survive vmap."""
-    from .custom import CustomRules
     dims = [0 if b else None for b in batched]
     n_res = []
 
@@ -124,25 +123,6 @@ def batch_rules(rules, batched, size):
     return CustomRules(
         fun=lambda xs: vmap_flat(lambda *ys: rules.fun(list(ys)), xs, dims, size),
         jvp=jvp, fwd=fwd, bwd=bwd)
-
-
-def moveaxis_to(x, src, dst):
-    """x with axis src moved to position dst (a transpose)."""
-    if src == dst:
-        return x
-    from ..primitives.shape import transpose
-    perm = [d for d in range(x.ndim) if d != src]
-    perm.insert(dst, src)
-    return transpose(x, perm)
-
-
-def broadcast_batch(x, size, dst=0):
-    """An unbatched x given a batch axis of length size at dst."""
-    from ..primitives.shape import broadcast_in_dim
-    shape = list(x.shape)
-    shape.insert(dst, size)
-    dims = [d for d in range(len(shape)) if d != dst]
-    return broadcast_in_dim(x, tuple(shape), tuple(dims))
 
 
 def vmap_flat(fun, values, dims, size, keep_unbatched=False):

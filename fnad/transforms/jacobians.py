@@ -7,6 +7,7 @@ import numpy as np
 
 from ..array import Array
 from ..primitives import shape as S
+from ..primitives._rules import zeros
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import check_argnums, resolve_argnums, check_float_input, split_aux
 from .batching import vmap
@@ -63,9 +64,8 @@ def _block(a, axis, start, stop, shape):
 
 
 def _zeros_jacobian(flat_out, tree_out, flat_in, tree_in):
-    from .. import numpy as fnp
     return tree_unflatten(tree_out, [
-        tree_unflatten(tree_in, [fnp.zeros(tuple(o.shape) + tuple(x.shape), x.dtype)
+        tree_unflatten(tree_in, [zeros(tuple(o.shape) + tuple(x.shape), x.dtype)
                                  for x in flat_in]) for o in flat_out])
 
 

@@ -5,9 +5,9 @@ never wrapped: a symbolic zero costs nothing, so `jvp` with respect to one of ma
 inputs only does the work that input needs.
 """
 from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
+from ..primitives._rules import instantiate
 from ..tree_util import tree_flatten, tree_unflatten
-from ._util import (flatten_fun_output, check_float_input, zeros_like, check_tangent,
-                    instantiate, split_aux)
+from ._util import flatten_fun_output, check_float_input, zeros_like, check_tangent, split_aux
 
 
 class JVPTracer(Tracer):

@@ -140,7 +140,7 @@ def simplify(closed):
 
     for e in program.eqns:
         e = Equation(e.prim, [r(a) for a in e.inputs], e.outputs, e.params)
-        rule = getattr(e.prim, "simplify", None)
+        rule = e.prim.simplify
         result = rule(e, producer.get) if rule is not None else None
         if isinstance(result, (Var, Literal)):
             replace[e.outputs[0]] = result

@@ -74,7 +74,7 @@ def body_source(program, name="body", kernel_prefix="k"):
             lines += rounding
             continue
         e = step
-        make = getattr(e.prim, "numba_source", None)
+        make = e.prim.numba_source
         expr = make([value(a) for a in e.inputs], [a.aval for a in e.inputs],
                     e.outputs[0].aval, **e.params) \
             if make is not None and not e.prim.multiple_results else None
