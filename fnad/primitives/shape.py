@@ -46,7 +46,7 @@ def squeeze(x, dimensions):
     return squeeze_p.bind(x, dimensions=tuple(sorted(dimensions)))
 
 
-def _expanded_shape(shape, dimensions):
+def expanded_shape(shape, dimensions):
     out = list(shape)
     for d in sorted(dimensions):
         out.insert(d, 1)
@@ -57,7 +57,7 @@ def _expand_dims_shape(x, dimensions):
     ndim = x.ndim + len(dimensions)
     if any(not 0 <= d < ndim for d in dimensions) or len(set(dimensions)) != len(dimensions):
         raise shape_error("expand_dims", f"invalid new axes {tuple(dimensions)}", x)
-    return ShapedArray(_expanded_shape(x.shape, dimensions), x.dtype)
+    return ShapedArray(expanded_shape(x.shape, dimensions), x.dtype)
 
 
 @unary_batch
@@ -69,7 +69,7 @@ def _expand_dims_batch(x, d, dimensions):
 
 
 expand_dims_p = linear("expand_dims",
-                       lambda x, dimensions: x.reshape(_expanded_shape(x.shape, dimensions)),
+                       lambda x, dimensions: x.reshape(expanded_shape(x.shape, dimensions)),
                        _expand_dims_shape, lambda g, x, dimensions: reshape(g, x.shape),
                        batch=_expand_dims_batch, numba_source=numba_reshape)
 
@@ -156,24 +156,24 @@ def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 (lax's n
 
 # --------------------------------------------------------------------------- pad
 
-def _padded_size(n, lo, hi, interior):
+def padded_size(n, lo, hi, interior):
     return lo + hi + n + max(n - 1, 0) * interior
 
 
 def _pad_shape(x, padding_value, padding_config):
     check_same_dtype("pad", [x, padding_value])
     if padding_value.shape != () or len(padding_config) != x.ndim or any(
-            i < 0 or _padded_size(n, lo, hi, i) < 0
+            i < 0 or padded_size(n, lo, hi, i) < 0
             for n, (lo, hi, i) in zip(x.shape, padding_config)):
         raise shape_error("pad", f"invalid padding_config {tuple(padding_config)} "
                           f"(padding value must be a scalar)", x, padding_value)
-    return ShapedArray(tuple(_padded_size(n, *c) for n, c in zip(x.shape, padding_config)),
+    return ShapedArray(tuple(padded_size(n, *c) for n, c in zip(x.shape, padding_config)),
                        x.dtype)
 
 
 def _pad_impl(x, padding_value, padding_config):
     # Pad with the non-negative parts first, then crop where lo/hi are negative.
-    grown = [_padded_size(n, max(lo, 0), max(hi, 0), i)
+    grown = [padded_size(n, max(lo, 0), max(hi, 0), i)
              for n, (lo, hi, i) in zip(x.shape, padding_config)]
     out = np.full(grown, padding_value, dtype=x.dtype)
     out[tuple(builtins.slice(max(lo, 0), _span_end(max(lo, 0), n, i + 1), i + 1)

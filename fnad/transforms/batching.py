@@ -74,7 +74,8 @@ class BatchTrace(Trace):
         if not batched:
             return self.bind_in_parent(prim, values, params)
         if prim.batch is None:
-            raise NotImplementedError(f"vmap: primitive {prim.name} has no batching rule")
+            raise TypeError(f"vmap: primitive {prim.name} was declared with batch=None; "
+                            f"every primitive needs a batching rule (its `batch` slot)")
         with use_trace(self.parent):
             out, out_dims = prim.batch(values, dims, **params)
         if prim.multiple_results:

@@ -225,7 +225,7 @@ def _squeeze(x, dimensions):
 
 @implements(S.expand_dims_p)
 def _expand_dims(x, dimensions):
-    return view(x, S._expanded_shape(tuple(x.shape), dimensions))
+    return view(x, S.expanded_shape(tuple(x.shape), dimensions))
 
 
 @implements(S.transpose_p)
@@ -251,7 +251,7 @@ def _slice(x, start_indices, limit_indices, strides):
 
 @implements(S.pad_p)
 def _pad(x, padding_value, padding_config):
-    shape = [S._padded_size(n, *c) for n, c in zip(x.shape, padding_config)]
+    shape = [S.padded_size(n, *c) for n, c in zip(x.shape, padding_config)]
     return move(x, shape, [(d, 1, -lo, interior + 1)
                            for d, (lo, _, interior) in enumerate(padding_config)],
                 fill=padding_value)
