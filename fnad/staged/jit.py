@@ -11,6 +11,7 @@ import inspect
 import weakref
 
 from .. import backend, config
+from ..backend import OTHER_DEVICE
 from ..abstract import ShapedArray
 from ..array import Array
 from ..cache import register
@@ -38,6 +39,7 @@ class Jitted:
         _check_donation(self.static_argnums, self.donate_argnums, self.static_argnames,
                         self.donate_argnames)
         self.donating = {}          # trace key -> the backend executable lending buffers
+        self.donates = bool(self.donate_argnums or self.donate_argnames)
         # At most config.trace_cache_size traces, the least recently used dropped first;
         # a fast-path entry (its call's trace_key names its trace) goes with its trace.
         self.cache = collections.OrderedDict()  # trace key -> (ClosedProgram, out tree)
@@ -133,8 +135,7 @@ class Jitted:
         return closed, out_tree_cell[0]
 
     def __call__(self, *args, **kwargs):
-        if (self.donate_argnums or self.donate_argnames) and current_trace() is EVAL \
-                and not config.disable_jit:
+        if self.donates and current_trace() is EVAL and not config.disable_jit:
             return self._call_donating(args, kwargs)
         if not kwargs and current_trace() is EVAL and not config.disable_jit:
             # The fast path: Arrays in, nothing to transform. The key is cheap to
@@ -151,7 +152,7 @@ class Jitted:
                     fast = None
             if fast is not None:
                 out = fast(args)
-                if out is not backend.OTHER_DEVICE:
+                if out is not OTHER_DEVICE:
                     return out
         if config.disable_jit:
             return self.fun(*args, **kwargs)
