@@ -5,7 +5,8 @@ A backend is an object registered here with:
     platform                       its name: 'cpu', 'cuda', ...
     array_type                     the Array class holding its values
     devices()                      its devices (array.Device), empty where it has none
-    put(value, device)             -> an array_type holding numpy `value` on `device`
+    put(value, device, committed)  -> an array_type holding a copy of `value` on
+                                      `device` (committed: placed there by name)
     evaluate(prim, args, params)   -> `prim` applied to operands of which at least one
                                       is its array (host operands copied over)
     compile(program)               -> run(*values) -> list of values: a Program compiled
@@ -17,9 +18,11 @@ A backend is an object registered here with:
 
 The cpu backend is the host: its arrays are plain `Array`s over numpy buffers, and
 `Primitive.eval` runs a primitive's `impl` on them without consulting this registry.
-Operands of any other type reach `evaluate` below, which hands them to the backend
-owning them. Nothing above this module names a backend: a new one is a folder that
-calls `register`, plus the line in fnad/backends/__init__.py importing it.
+It also has `own_kernel(name)`: the kernels of primitives whose impl is
+`host_kernel(name)`. Operands of any other type reach `evaluate` below, which hands
+them to the backend owning them. core, Array and jit name no backend: a new one is a
+folder under fnad/backends/ that calls `register`, plus the line in
+fnad/backends/__init__.py importing it.
 """
 import numpy as np
 
