@@ -38,7 +38,7 @@ class Jitted:
         self.donate_argnames = _as_tuple(donate_argnames)
         _check_donation(self.static_argnums, self.donate_argnums, self.static_argnames,
                         self.donate_argnames)
-        self.donating = {}          # trace key -> the backend executable lending buffers
+        self.donating = {}          # trace key -> [donated leaves, executable, its device]
         self.donates = bool(self.donate_argnums or self.donate_argnames)
         # At most config.trace_cache_size traces, the least recently used dropped first;
         # a fast-path entry (its call's trace_key names its trace) goes with its trace.
@@ -175,15 +175,20 @@ class Jitted:
         Arrays are deleted afterwards, and the backend may write results into their
         buffers meanwhile (the cpu backend does, where no one else holds them)."""
         trace_key, (closed, out_tree), flat = self._stage_keyed(args, kwargs)
-        donated = self._donated_leaves(args, kwargs)
+        # The donated leaves follow from the trace key (tree structure and static
+        # arguments), so they are found once per trace, with its executable.
+        entry = self.donating.get(trace_key)
+        if entry is None:
+            entry = self.donating[trace_key] = [self._donated_leaves(args, kwargs), None, None]
+        donated, run, device = entry
         arrays = all(isinstance(x, Array) for x in flat)
         devices = {x.device for x in flat} if arrays else ()
         if arrays and len(devices) == 1 \
                 and not any(isinstance(c, Tracer) for c in closed.consts):
-            run = self.donating.get(trace_key)
-            if run is None:
-                run = self.donating[trace_key] = backend.of(flat[0]).executable(
-                    closed, out_tree, flat[0].device if flat else None, donated)
+            if run is None or device != flat[0].device:   # (devices are not in the key)
+                run = entry[1] = backend.of(flat[0]).executable(
+                    closed, out_tree, flat[0].device, donated)
+                entry[2] = flat[0].device
             out = run(flat)
         else:
             out = tree_unflatten(out_tree, call(closed, *flat))
