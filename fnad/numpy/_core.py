@@ -13,10 +13,19 @@ from ..primitives.elementwise import convert_element_type_p
 
 
 def asarray(a, dtype=None, copy=None):
-    """An fnad value for `a`. numpy arrays are copied, so later writes to them cannot
-    change the fnad Array; Python floats and ints take the default dtypes (float32 and
-    int32, float64 and int64 with x64), and a lone Python scalar gives a weakly typed
-    array, as in JAX."""
+    """An fnad value for `a`: an fnad value, a numpy array or scalar, a Python scalar,
+    a (nested) list or tuple of any of these, or an object numpy can read through
+    `__dlpack__` or `__array__` (a PyTorch tensor, a JAX array, ...).
+
+    Python floats and ints take the default dtypes (float32 and int32, float64 and
+    int64 with x64), and a lone Python scalar gives a weakly typed array, as in JAX.
+    A list holding fnad values (at any depth) is stacked with fnad's own operations,
+    so a derivative or a batch dimension flowing through its entries is kept.
+
+    copy=None copies numpy arrays, so later writes to them cannot change the fnad
+    Array, but shares the memory of a `__dlpack__` producer where the layout allows
+    (as torch.from_numpy shares numpy's): writing to that tensor later shows through.
+    copy=True always copies; copy=False never does, and raises where it must."""
     if isinstance(a, (Array, Tracer)):
         if dtype is None:
             return a
@@ -24,7 +33,7 @@ def asarray(a, dtype=None, copy=None):
         # An explicit dtype makes the value strongly typed, as in JAX.
         return Array(out._value) if out is a and type(a) is Array and a.weak_type else out
     if isinstance(a, (np.ndarray, np.generic)):
-        value = np.array(a, dtype=dtype)
+        value = _from_numpy(a, dtype, copy if copy is not None else True)
     elif type(a) in (int, float):
         if dtype is None:
             return weakly_typed(np.asarray(a, dtypes.canonical_python_dtype(a)))
@@ -32,16 +41,94 @@ def asarray(a, dtype=None, copy=None):
     elif isinstance(a, (bool, int, float)):
         value = np.asarray(a, dtype if dtype is not None else dtypes.canonical_python_dtype(a))
     elif isinstance(a, (list, tuple)):
-        if any(isinstance(x, (Array, Tracer)) for x in a):
-            return stack([asarray(x, dtype) for x in a])
+        if _holds_fnad_value(a):
+            return _stack_nested(a, dtypes.result_type(*_leaves(a)) if dtype is None
+                                 else dtypes.check_supported(dtype))
         value = np.array(a, dtype=dtype if dtype is not None else _sequence_dtype(a))
+    elif hasattr(a, "__dlpack__") or hasattr(a, "__array__"):
+        value = _from_numpy(_foreign(a), dtype, copy if copy is not None else False)
     else:
         raise TypeError(f"cannot convert a {type(a).__name__} to an fnad array")
     dtypes.check_supported(value.dtype)
     return Array(value)
 
 
-array = asarray
+def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002 (numpy's name)
+    """asarray, copying by default (numpy's and JAX's array), with at least `ndmin`
+    dimensions (ones are added in front)."""
+    if order not in ("K", "A", "C", None):
+        raise ValueError(f"array: order={order!r} is not supported (fnad arrays are "
+                         f"C-ordered); use 'K', 'A' or 'C'")
+    out = asarray(object, dtype, copy)
+    if out.ndim < ndmin:
+        shape = (1,) * (ndmin - out.ndim) + tuple(out.shape)
+        out = S.reshape(out, shape)
+    return out
+
+
+def _from_numpy(value, dtype, copy):
+    """value (numpy) as an Array buffer in dtype: a copy, or a read-only view of it."""
+    if copy:
+        return np.array(value, dtype=dtype)
+    if dtype is not None and np.dtype(dtype) != value.dtype:
+        if copy is False:
+            raise ValueError(f"asarray(copy=False): converting {value.dtype} to "
+                             f"{np.dtype(dtype)} needs a copy")
+        return value.astype(dtype)
+    view = np.asarray(value).view()
+    view.flags.writeable = False    # fnad never writes into memory it does not own
+    return view
+
+
+def _foreign(a):
+    """A numpy view (or copy) of an object from another array library."""
+    if hasattr(a, "__dlpack__"):
+        try:
+            return np.from_dlpack(a)
+        except (BufferError, RuntimeError, TypeError, ValueError):
+            pass            # not on the cpu, or a layout numpy cannot view: try __array__
+    if hasattr(a, "__array__"):
+        try:
+            return np.asarray(a)
+        except (RuntimeError, TypeError, ValueError) as e:
+            raise TypeError(f"cannot convert a {type(a).__name__} to an fnad array: "
+                            f"{e}") from None
+    raise TypeError(f"cannot convert a {type(a).__name__} to an fnad array: its "
+                    f"__dlpack__ gives memory numpy cannot read (another device?); "
+                    f"move it to the cpu first")
+
+
+def _holds_fnad_value(seq):
+    return any(isinstance(x, (Array, Tracer)) or
+               (isinstance(x, (list, tuple)) and _holds_fnad_value(x)) for x in seq)
+
+
+def _leaves(seq):
+    out = []
+    for x in seq:
+        if isinstance(x, (list, tuple)):
+            out.extend(_leaves(x))
+        elif isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in (
+                int, float, bool):
+            out.append(x)
+        else:
+            raise TypeError(f"cannot convert a {type(x).__name__} inside a list to an "
+                            f"fnad array")
+    return out
+
+
+def _stack_nested(seq, dtype):
+    """A nested list holding fnad values as one array of dtype, built by stacking, so
+    every entry's derivative and batch dimension flows into the result."""
+    if not seq:
+        return Array(np.zeros((0,), dtype))
+    parts = [(_stack_nested(x, dtype) if _holds_fnad_value(x) else asarray(x, dtype))
+             if isinstance(x, (list, tuple)) else asarray(x, dtype) for x in seq]
+    shapes = {tuple(p.shape) for p in parts}
+    if len(shapes) != 1:
+        raise ShapeError(f"array: the entries of a list must all have one shape, got "
+                         f"{sorted(shapes)}")
+    return stack(parts)
 
 
 def _sequence_dtype(seq):
@@ -54,8 +141,8 @@ def _sequence_dtype(seq):
         for x in stack.pop():
             if isinstance(x, (list, tuple)):
                 stack.append(x)
-            elif isinstance(x, (np.ndarray, np.generic, Array)) or type(x) in (int, float,
-                                                                               bool):
+            elif isinstance(x, (np.ndarray, np.generic, Array)) or type(x) in (
+                    int, float, complex, bool):
                 leaves.append(x)
             else:
                 return None
@@ -84,7 +171,7 @@ def astype(x, dtype):
 
 
 def _is_python_scalar(x):
-    return type(x) in (int, float, bool)
+    return type(x) in (int, float, complex, bool)
 
 
 def promote(*args):
@@ -159,7 +246,7 @@ def promote_inexact(*args):
     bools compute in float32, 64-bit integers in the default float (as JAX)."""
     out = promote(*args)
     dtype = out[0].dtype
-    if dtype.kind != "f":
+    if dtype.kind not in "fc":
         dtype = dtypes.to_inexact(dtype)
         out = [astype(o, dtype) if isinstance(o, (Array, Tracer)) else o.astype(dtype)
                for o in out]
