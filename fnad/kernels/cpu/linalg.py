@@ -1,7 +1,8 @@
-"""Linear-algebra kernels numpy lacks: a batched triangular solve.
+"""Linear-algebra kernels numpy lacks: a batched triangular solve and LU.
 
 numpy has no triangular solve; np.linalg.solve on the triangle would cost an O(n^3)
-LU per matrix where substitution is O(n^2) per right-hand side. Compiled lazily,
+LU per matrix where substitution is O(n^2) per right-hand side; numpy's LU stays
+inside solve and det, so the factors themselves need a kernel here. Compiled lazily,
 once per dtype, and cached on disk by Numba."""
 import numba
 import numpy as np
@@ -44,3 +45,51 @@ def triangular_solve(a, b, left_side, lower, transpose_a, unit_diagonal):
         _substitute(a3, x, bool(lower), bool(transpose_a), bool(unit_diagonal))
     x = x.reshape(b.shape)
     return np.swapaxes(x, -1, -2) if not left_side else x
+
+
+@numba.njit(cache=True)
+def _getrf(a, pivots, permutation):
+    """LU with partial pivoting in place, LAPACK getf2's order: for each column, the
+    row with the largest |entry| (the first such) becomes the pivot row, then the
+    trailing block is updated. A zero pivot column is left as is (its multipliers
+    are not formed), as LAPACK does, so U carries the zero on its diagonal."""
+    nbatch, m, n = a.shape
+    for b in range(nbatch):
+        for i in range(m):
+            permutation[b, i] = i
+        for j in range(min(m, n)):
+            p = j
+            best = abs(a[b, j, j])
+            for i in range(j + 1, m):
+                v = abs(a[b, i, j])
+                if v > best:
+                    p, best = i, v
+            pivots[b, j] = p
+            if p != j:
+                for c in range(n):
+                    a[b, j, c], a[b, p, c] = a[b, p, c], a[b, j, c]
+                permutation[b, j], permutation[b, p] = permutation[b, p], permutation[b, j]
+            d = a[b, j, j]
+            if d != 0:
+                for i in range(j + 1, m):
+                    a[b, i, j] /= d
+            for i in range(j + 1, m):
+                f = a[b, i, j]
+                for c in range(j + 1, n):
+                    a[b, i, c] -= f * a[b, j, c]
+
+
+def lu(a):
+    """lax.linalg.lu on a numpy array (..., m, n): [lu, pivots, permutation], the
+    unit lower factor below the diagonal of `lu` and the upper factor on and above
+    it; pivots[i] is the row swapped with row i at step i, and a[permutation] = L U."""
+    m, n = a.shape[-2:]
+    lead = a.shape[:-2]
+    nbatch = int(np.prod(lead, dtype=np.int64))
+    work = np.array(a.reshape((nbatch, m, n)), order="C", copy=True)
+    pivots = np.empty((nbatch, min(m, n)), np.int32)
+    permutation = np.empty((nbatch, m), np.int32)
+    if work.size or permutation.size:
+        _getrf(work, pivots, permutation)
+    return [work.reshape(a.shape), pivots.reshape(lead + (min(m, n),)),
+            permutation.reshape(lead + (m,))]
