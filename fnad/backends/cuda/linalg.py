@@ -237,3 +237,22 @@ def _det(a):
 @implements(L.slogdet_p)
 def _slogdet(a):
     return _determinant_impl(a, want_log=True)
+
+
+# --------------------------------------------------------------------------- decompositions
+#
+# eigh, svd, qr and lu run on the host: a one-thread-per-matrix Jacobi or Householder
+# kernel would be slower than LAPACK on the host for all but huge batches of tiny
+# matrices, and its rounding (signs of singular vectors, pivot choices on ties) would
+# differ from the cpu's, so cpu and GPU results could disagree beyond rounding. The
+# copies are explicit, per call, and the results come back to the operands' device.
+
+def _on_host(prim):
+    def run(*values, **params):
+        out = prim.impl(*(v.copy_to_host() for v in values), **params)
+        return [runtime.to_device(o) for o in out]
+    return run
+
+
+for _prim in (L.eigh_p, L.svd_p, L.qr_p, L.lu_p):
+    implements(_prim)(_on_host(_prim))
