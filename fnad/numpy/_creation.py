@@ -1,10 +1,16 @@
 """Array creation. Results are concrete Arrays (constants to every transform)."""
 import numpy as np
 
+import operator
+
 from ..array import Array
+from ..core import Tracer
 from .. import dtypes
-from ._core import as_operand, astype
-from ._shapes import broadcast_to, reshape
+from ..primitives import shape as S
+from ._core import as_operand, astype, promote_inexact
+from ._elementwise import floor
+from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, reshape,
+                      take_range)
 
 
 def _dtype(dtype, fill=0.0):
@@ -73,12 +79,50 @@ def arange(start, stop=None, step=1, dtype=None):
     return Array(np.arange(start, stop, step, dtype=dtypes.check_supported(dtype)))
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None):
-    dtype = _dtype(dtype, 0.0)
-    out = np.linspace(start, stop, num, endpoint=endpoint, retstep=retstep)
-    if retstep:
-        return Array(out[0].astype(dtype)), out[1]
-    return Array(out.astype(dtype))
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+    """numpy's points. Python and numpy bounds give numpy's exact values (a constant);
+    fnad bounds (traced ones included) give the same formula composed of fnad ops, so
+    the points are differentiable in start and stop."""
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
+    if not (_is_fnad(start) or _is_fnad(stop)):
+        dtype = _dtype(dtype, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.linspace(start, stop, num, endpoint=endpoint, retstep=True, axis=axis)
+        values = Array(np.asarray(out[0]).astype(dtype))
+        return (values, out[1]) if retstep else values
+    return _traced_linspace(start, stop, num, endpoint, retstep, dtype, axis)
+
+
+def _is_fnad(x):
+    return isinstance(x, (Array, Tracer))
+
+
+def _traced_linspace(start, stop, num, endpoint, retstep, dtype, axis):
+    start, stop = promote_inexact(start, stop)
+    start, stop = broadcast_arrays(start, stop)
+    work = start.dtype
+    div = num - 1 if endpoint else num
+    ramp = reshape(Array(np.arange(num, dtype=work)), (num,) + (1,) * start.ndim)
+    delta = stop - start
+    # numpy's formula: index * step + start, and the endpoint exactly stop
+    if div > 0:
+        step = delta / np.asarray(div, work)
+        out = ramp * step + start
+    else:       # one point (or none): numpy's step is NaN, the point start
+        step = delta * np.asarray(np.nan, work)
+        out = ramp * delta + start
+    if endpoint and num > 1:
+        last = S.expand_dims(stop, (0,))
+        out = concatenate([take_range(out, 0, num - 1, 0), last], 0)
+    out = moveaxis(out, 0, axis)
+    if dtype is not None:
+        dtype = dtypes.check_supported(dtype)
+        if dtype.kind in "iu":
+            out = floor(out)
+        out = astype(out, dtype)
+    return (out, step) if retstep else out
 
 
 def eye(N, M=None, k=0, dtype=None):

@@ -177,12 +177,26 @@ def log10(x):
 
 def logaddexp(x, y):
     x, y = promote_inexact(x, y)
+    # log(e^x + e^y) = m + log(e^(x-m) + e^(y-m)) for any constant m; with m the larger
+    # argument held constant (stop_gradient), every derivative order is that of the
+    # smooth function, ties included (a max or abs inside would zero the Hessian
+    # there). The larger term's e^(x-m) is written 1 + expm1(x-m), whose expm1 is
+    # exactly 0 in value, so the result is m + log1p(e^-|x-y|) to the last bit.
+    # Where m is infinite or NaN it is the answer, and the differences are not formed
+    # (inf - inf would be NaN, and numpy's floating-point warnings would fire).
     m = maximum(x, y)
-    # Equal infinities would make x - y NaN; their difference is taken as 0 instead
-    # (the inner where keeps the unused branch free of NaN, and of its warning).
-    equal = x == y
-    delta = where(equal, 0, x - where(equal, 0, y))
-    return m + log1p(exp(-abs(delta)))
+    finite = isfinite(m)
+    zero = np.zeros((), m.dtype)
+    shift = E.stop_gradient_p.bind(where(finite, m, zero))
+    dx, dy = where(finite, x - shift, zero), where(finite, y - shift, zero)
+    inner = where(finite, where(x >= y, exp(dy) + expm1(dx), exp(dx) + expm1(dy)), zero)
+    return where(finite, shift + log1p(inner), m)
+
+
+def logaddexp2(x, y):
+    x, y = promote_inexact(x, y)
+    ln2 = np.asarray(np.log(2.0), x.dtype)
+    return logaddexp(x * ln2, y * ln2) / ln2
 
 
 floor_divide = _binary(E.floor_divide_p)

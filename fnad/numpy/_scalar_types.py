@@ -1,0 +1,71 @@
+"""numpy's scalar type names (float32, int32, bool_, ...) as fnad values.
+
+Each name is a class that is both a dtype and a converter: numpy reads its `dtype`
+attribute wherever it takes a dtype (`dtype=fnp.float32`, `np.dtype(fnp.float32)`,
+`issubdtype(x.dtype, fnp.floating)`, `x.dtype == fnp.float32`), and calling it gives an
+fnad Array of that dtype, so `fnp.float32(x)` works on tracers under jit, grad and vmap
+as well as on Python numbers and arrays. The abstract classes of numpy's type tree
+(floating, integer, ...) are numpy's own: they are only ever dtype arguments."""
+import numpy as np
+
+from .. import dtypes
+from ._core import asarray
+
+__all__ = ["bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+           "uint64", "float16", "float32", "float64", "double", "single", "float_", "int_",
+           "uint", "generic", "number", "inexact", "floating", "integer", "signedinteger",
+           "unsignedinteger", "complexfloating", "character", "flexible", "object_",
+           "ComplexWarning", "euler_gamma"]
+
+
+class _ScalarMeta(type):
+    """The metaclass: calling the class converts, isinstance accepts numpy scalars of
+    the type, and the class compares equal to its dtype (as numpy's type objects do
+    from the dtype's side)."""
+
+    def __call__(cls, x=0):
+        return asarray(x, dtype=cls.dtype)
+
+    def __instancecheck__(cls, x):
+        return isinstance(x, cls.dtype.type)
+
+    def __eq__(cls, other):
+        if isinstance(other, _ScalarMeta):
+            return cls is other
+        try:
+            return np.dtype(other) == cls.dtype
+        except TypeError:
+            return NotImplemented
+
+    def __hash__(cls):
+        return hash(cls.dtype)
+
+    def __repr__(cls):
+        return f"fnad.numpy.{cls.__name__}"
+
+
+def _scalar_type(name, dtype):
+    return _ScalarMeta(name, (), {"dtype": dtypes.check_supported(dtype),
+                                  "__module__": __name__,
+                                  "__doc__": f"The {dtype} dtype; calling it converts a "
+                                             f"value to an fnad Array of that dtype."})
+
+
+bool_ = _scalar_type("bool_", np.bool_)
+int8, int16, int32, int64 = (_scalar_type(n, n) for n in ("int8", "int16", "int32", "int64"))
+uint8, uint16, uint32, uint64 = (_scalar_type(n, n)
+                                 for n in ("uint8", "uint16", "uint32", "uint64"))
+float16, float32, float64 = (_scalar_type(n, n) for n in ("float16", "float32", "float64"))
+
+# numpy's C-type aliases, at the width numpy gives them (fnad keeps float64 and int64
+# without x64, so float_(x) is a float64, not JAX's canonicalized float32)
+bool = bool_  # noqa: A001  (numpy 2's name)
+double, single, float_ = float64, float32, float64
+int_, uint = int64, uint64
+
+generic, number, inexact, floating = np.generic, np.number, np.inexact, np.floating
+integer, signedinteger, unsignedinteger = np.integer, np.signedinteger, np.unsignedinteger
+complexfloating, character, flexible, object_ = (np.complexfloating, np.character,
+                                                 np.flexible, np.object_)
+ComplexWarning = np.exceptions.ComplexWarning
+euler_gamma = np.euler_gamma
