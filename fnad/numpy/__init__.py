@@ -2,8 +2,7 @@
 a composite of primitives, so derivatives, batching and fusion come for free."""
 import numpy as _np
 
-from ..dtypes import (float16, float32, float64, int8, int16, int32, int64,  # noqa: F401
-                      uint8, uint16, uint32, uint64, bool_)
+from ._scalar_types import *  # noqa: F401,F403  (float32(x) converts; dtype=float32 works)
 from ..dtypes import result_type, promote_types  # noqa: F401  (JAX's lattice, not numpy's)
 from ._core import asarray, array, astype  # noqa: F401
 from ._elementwise import *  # noqa: F401,F403
