@@ -2,26 +2,42 @@
 of leading dimensions and numpy's argument conventions; no math of its own.
 
 Singular matrices (solve, inv) and matrices that are not positive definite
-(cholesky) raise numpy.linalg.LinAlgError, as numpy does."""
+(cholesky) raise numpy.linalg.LinAlgError, as numpy does.
+
+Derivatives follow JAX's: those of eigenvectors and singular vectors are NaN or inf
+where eigenvalues (singular values) repeat, since no derivative exists there. pinv
+has its own JVP (Golub & Pereyra 1973), finite wherever the rank does not change."""
 import collections
+import functools
 import math
 
 import numpy as np
 
 from ..errors import ShapeError, DTypeError
 from ..primitives import linalg as L
+from ..transforms.custom import custom_jvp
 from ..primitives import shape as S
-from ._core import as_operand, promote_inexact, normalize_axis
-from ._shapes import broadcast_to, reshape, matrix_transpose, expand_dims
+from ._core import as_operand, promote, promote_inexact, normalize_axis
+from ._shapes import broadcast_to, reshape, matrix_transpose, expand_dims, moveaxis, flip
 from ._products import matmul, outer, tensordot
+from ._products import diagonal as _diagonal_of
+from ._indexing import take_along_axis
+from ._sorting import argsort
+from ._core import stack
 from . import _elementwise as E, _reductions as R
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "norm", "vector_norm",
            "matrix_norm", "matrix_power", "multi_dot", "matmul", "outer", "tensordot",
-           "matrix_transpose", "LinAlgError", "SlogdetResult"]
+           "matrix_transpose", "svd", "svdvals", "eigh", "eigvalsh", "qr", "pinv", "lstsq",
+           "matrix_rank", "cond", "cross", "diagonal", "trace", "vecdot", "tensorinv",
+           "tensorsolve", "LinAlgError", "SlogdetResult", "SVDResult", "EighResult",
+           "QRResult"]
 
 LinAlgError = np.linalg.LinAlgError
 SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
+EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+QRResult = collections.namedtuple("QRResult", ["Q", "R"])
 
 
 def _as_matrices(name, *arrays):
@@ -32,6 +48,13 @@ def _as_matrices(name, *arrays):
                          f"float64 (got operands of shapes "
                          + ", ".join(str(tuple(a.shape)) for a in arrays) + ")")
     return arrays
+
+
+def _matrix(name, a):
+    if a.ndim < 2:
+        raise ShapeError(f"{name}: expected a matrix or a stack of matrices (at least "
+                         f"2-d), got shape {tuple(a.shape)}")
+    return a
 
 
 def _square(name, a):
@@ -113,8 +136,8 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (numpy's nam
 
 
 def matrix_norm(x, ord="fro", keepdims=False, axis=(-2, -1)):  # noqa: A002
-    """Matrix norms over the two axes `axis`: 'fro', 1, -1, inf, -inf. The spectral
-    norms (2, -2) and 'nuc' need singular values, which fnad does not compute yet."""
+    """Matrix norms over the two axes `axis`: 'fro', 1, -1, inf, -inf, and from the
+    singular values 2 (the largest), -2 (the smallest) and 'nuc' (their sum)."""
     x, = promote_inexact(as_operand(x))
     if x.ndim < 2:
         raise ShapeError(f"norm: a matrix norm needs at least 2 dimensions, got shape "
@@ -123,10 +146,9 @@ def matrix_norm(x, ord="fro", keepdims=False, axis=(-2, -1)):  # noqa: A002
     if row == col:
         raise ValueError(f"norm: duplicate axes {tuple(axis)}")
     if ord in (2, -2, "nuc"):
-        raise NotImplementedError(
-            f"norm: ord={ord!r} for matrices needs the singular values, and fnad has no "
-            f"svd yet; use ord='fro', 1 or inf")
-    if ord is None or ord == "fro":
+        s = svdvals(moveaxis(x, (row, col), (-2, -1)))
+        out = {2: R.max, -2: R.min, "nuc": R.sum}[ord](s, axis=-1)
+    elif ord is None or ord == "fro":
         out = _sqrt_sum_squares(x, (row, col), False)
     elif ord in (1, -1, math.inf, -math.inf):
         # 1: the largest column sum; inf: the largest row sum.
@@ -193,3 +215,242 @@ def multi_dot(arrays):
     for b in arrays[1:]:
         out = matmul(out, b)
     return out
+
+
+# --------------------------------------------------------------------------- decompositions
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """SVDResult(U, S, Vh) with a = U diag(S) Vh, S descending; S alone when compute_uv
+    is False. hermitian: a is symmetric, and its eigendecomposition gives the factors
+    (S = |eigenvalues|), as numpy does."""
+    a, = _as_matrices("svd", a)
+    _matrix("svd", a)
+    if hermitian:
+        v, w = L.eigh(a)
+        s = abs(w)
+        order = flip(argsort(s, axis=-1), axis=-1)
+        s = take_along_axis(s, order, axis=-1)
+        if not compute_uv:
+            return s
+        u = take_along_axis(v, expand_dims(order, -2), axis=-1)
+        signs = take_along_axis(E.sign(w), order, axis=-1)
+        return SVDResult(u, s, matrix_transpose(u * expand_dims(signs, -2)))
+    if not compute_uv:
+        return L.svd(a, compute_uv=False)
+    return SVDResult(*L.svd(a, full_matrices=full_matrices))
+
+
+def svdvals(x):
+    """The singular values, descending."""
+    return svd(x, compute_uv=False)
+
+
+def _uplo(name, UPLO):
+    if UPLO not in ("L", "U"):
+        raise ValueError(f"{name}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return UPLO == "L"
+
+
+def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803 (numpy's name)
+    """EighResult(eigenvalues ascending, eigenvectors as columns) of a symmetric a.
+    With symmetrize_input (JAX's default) a is replaced by (a + a^T) / 2, so its
+    gradient is symmetric; otherwise only the UPLO triangle is read, as numpy does."""
+    lower = _uplo("eigh", "L" if UPLO is None else UPLO)
+    a, = _as_matrices("eigh", a)
+    v, w = L.eigh(_square("eigh", a), lower=lower, symmetrize_input=symmetrize_input)
+    return EighResult(w, v)
+
+
+def eigvalsh(a, UPLO="L", symmetrize_input=True):  # noqa: N803
+    return eigh(a, UPLO, symmetrize_input).eigenvalues
+
+
+def qr(a, mode="reduced"):
+    """QRResult(Q, R) with a = Q R. mode 'reduced': Q (..., m, k), R (..., k, n) with
+    k = min(m, n); 'complete': Q (..., m, m), R (..., m, n); 'r': R alone (reduced)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r} "
+                         f"(numpy's 'raw' Householder form is not supported)")
+    a, = _as_matrices("qr", a)
+    q, r = L.qr(_matrix("qr", a), full_matrices=mode == "complete")
+    return r if mode == "r" else QRResult(q, r)
+
+
+# --------------------------------------------------------------------------- from the svd
+
+def _eps(dtype):
+    return float(np.finfo(dtype).eps)
+
+
+def _pinv_rtol(a, rtol):
+    if rtol is None:
+        return 10 * max(a.shape[-2:]) * _eps(a.dtype)
+    return rtol
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1, 2))
+def _pinv(a, rtol, hermitian):
+    u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
+    rtol = as_operand(rtol).astype(s.dtype)
+    cutoff = expand_dims(rtol, -1) * R.max(s, axis=-1, keepdims=True)
+    # The reciprocal of a dropped value is never formed, so no inf reaches the product.
+    kept = s > cutoff
+    s_inv = E.where(kept, 1 / E.where(kept, s, 1), 0).astype(s.dtype)
+    return matmul(matrix_transpose(vh) * expand_dims(s_inv, -2), matrix_transpose(u))
+
+
+@_pinv.defjvp
+def _pinv_jvp(rtol, hermitian, primals, tangents):
+    # Golub & Pereyra (1973), eq. 4.12, for a change that keeps the rank:
+    # dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+    a, = primals
+    da, = tangents
+    p = _pinv(a, rtol, hermitian)
+    pT, daT = matrix_transpose(p), matrix_transpose(da)
+    ap, pa = matmul(a, p), matmul(p, a)
+    eye_m = np.eye(a.shape[-2], dtype=a.dtype)
+    eye_n = np.eye(a.shape[-1], dtype=a.dtype)
+    dp = (-matmul(matmul(p, da), p)
+          + matmul(matmul(p, pT), matmul(daT, eye_m - ap))
+          + matmul(eye_n - pa, matmul(daT, matmul(pT, p))))
+    return p, dp
+
+
+def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+    """The Moore-Penrose pseudo-inverse from the SVD, dropping singular values at or
+    below rtol * the largest (JAX's default rtol: 10 * max(m, n) * eps). rcond is the
+    older name of rtol."""
+    a, = _as_matrices("pinv", a)
+    _matrix("pinv", a)
+    if rcond is not None:
+        if rtol is not None:
+            raise ValueError("pinv: pass rtol or rcond, not both")
+        rtol = rcond
+    rtol = _pinv_rtol(a, rtol)
+    if not np.ndim(rtol) and not hasattr(rtol, "shape"):
+        rtol = float(rtol)
+    return _pinv(a, rtol, bool(hermitian))
+
+
+def lstsq(a, b, rcond=None, *, numpy_resid=False):
+    """(x, residuals, rank, s): x minimizes |b - a x|_2, from the SVD, singular values
+    below rcond * the largest counted as zero (default eps * max(m, n)). residuals are
+    the squared column norms of b - a x; with numpy_resid, as numpy gives them: empty
+    unless a has full column rank and more rows than columns (needs a concrete rank)."""
+    a, b = _as_matrices("lstsq", a, b)
+    if a.ndim != 2:
+        raise ShapeError(f"lstsq: a must be 2-d, got shape {tuple(a.shape)}")
+    vector = b.ndim == 1
+    if b.ndim not in (1, 2) or b.shape[0] != a.shape[0]:
+        raise ShapeError(f"lstsq: a has shape {tuple(a.shape)}, so b must have shape "
+                         f"({a.shape[0]},) or ({a.shape[0]}, k); got {tuple(b.shape)}")
+    if vector:
+        b = expand_dims(b, -1)
+    m, n = a.shape
+    if rcond is None:
+        rcond = _eps(a.dtype) * max(m, n)
+    u, s, vh = svd(a, full_matrices=False)
+    if s.shape[0]:
+        kept = s >= (as_operand(rcond).astype(s.dtype) * s[0])
+    else:
+        kept = s > 0
+    rank = R.sum(kept.astype(np.int32))
+    s_inv = E.where(kept, 1 / E.where(kept, s, 1), 0).astype(s.dtype)
+    x = matmul(matrix_transpose(vh), expand_dims(s_inv, -1) * matmul(matrix_transpose(u), b))
+    residual = b - matmul(a, x)
+    resid = R.sum(residual * residual, axis=0)
+    if numpy_resid and not (int(rank) == n and m > n):
+        resid = resid[:0]
+    if vector:
+        x = reshape(x, (n,))
+    return x, resid, rank, s
+
+
+def matrix_rank(M, rtol=None, *, tol=None):  # noqa: N803 (numpy's name)
+    """The number of singular values above tol (absolute) or rtol * the largest
+    (default max(m, n) * eps). A 1-d or 0-d M has rank 1 unless all zero."""
+    M, = promote_inexact(as_operand(M))
+    if M.ndim < 2:
+        return R.any(M != 0).astype(np.int32)
+    s = svdvals(M)
+    if tol is None:
+        rtol = max(M.shape[-2:]) * _eps(s.dtype) if rtol is None else rtol
+        tol = R.max(s, axis=-1) * as_operand(rtol).astype(s.dtype)
+    else:
+        tol = as_operand(tol).astype(s.dtype)
+    return R.sum((s > expand_dims(tol, -1)).astype(np.int32), axis=-1)
+
+
+def cond(x, p=None):
+    """The condition number in the p-norm: for p None or 2 the ratio of the extreme
+    singular values (-2: its reciprocal), otherwise norm(x, p) * norm(inv(x), p)."""
+    x, = _as_matrices("cond", x)
+    _matrix("cond", x)
+    if p in (None, 2, -2):
+        s = svdvals(x)
+        big, small = s[..., 0], s[..., -1]
+        return big / small if p != -2 else small / big
+    _square("cond", x)
+    return (matrix_norm(x, ord=p) * matrix_norm(inv(x), ord=p))
+
+
+# --------------------------------------------------------------------------- vectors, diagonals, tensors
+
+def cross(x1, x2, /, *, axis=-1):
+    """The cross product of 3-vectors along `axis`; other axes broadcast."""
+    x1, x2 = promote(as_operand(x1), as_operand(x2))
+    for what, x in (("x1", x1), ("x2", x2)):
+        if x.ndim == 0 or x.shape[axis] != 3:
+            raise ShapeError(f"cross: {what} must have size 3 along axis {axis}, got shape "
+                             f"{tuple(x.shape)}")
+    a, b = moveaxis(x1, axis, -1), moveaxis(x2, axis, -1)
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    out = stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+    return moveaxis(out, -1, axis)
+
+
+def diagonal(x, /, *, offset=0):
+    """The diagonals of the matrices in the last two axes."""
+    return _diagonal_of(x, offset, -2, -1)
+
+
+def trace(x, /, *, offset=0, dtype=None):
+    """The sums of the diagonals of the matrices in the last two axes."""
+    return R.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    """The dot product of the vectors along `axis`; other axes broadcast."""
+    x1, x2 = promote(as_operand(x1), as_operand(x2))
+    return R.sum(x1 * x2, axis=axis)
+
+
+def tensorinv(a, ind=2):
+    """The inverse of a seen as a matrix from its first `ind` axes to the others:
+    tensordot(tensorinv(a, ind), a, ind) is the identity of a.shape[ind:]."""
+    a, = _as_matrices("tensorinv", a)
+    if not isinstance(ind, (int, np.integer)) or ind <= 0:
+        raise ValueError(f"tensorinv: ind must be a positive integer, got {ind!r}")
+    rows, cols = tuple(a.shape[:ind]), tuple(a.shape[ind:])
+    if math.prod(rows) != math.prod(cols):
+        raise ShapeError(f"tensorinv: a.shape[:ind] {rows} and a.shape[ind:] {cols} must "
+                         f"have equal products to be inverted")
+    n = math.prod(rows)
+    return reshape(inv(reshape(a, (n, n))), cols + rows)
+
+
+def tensorsolve(a, b, axes=None):
+    """x with tensordot(a, x, x.ndim) = b: x has shape a.shape[b.ndim:]. axes: the
+    axes of a moved to the end first."""
+    a, b = _as_matrices("tensorsolve", a, b)
+    if axes is not None:
+        axes = [normalize_axis(x, a.ndim) for x in axes]
+        a = moveaxis(a, axes, list(range(a.ndim - len(axes), a.ndim)))
+    x_shape = tuple(a.shape[b.ndim:])
+    if tuple(a.shape[:b.ndim]) != tuple(b.shape) or math.prod(x_shape) != b.size:
+        raise ShapeError(f"tensorsolve: a of shape {tuple(a.shape)} must begin with b's "
+                         f"shape {tuple(b.shape)} and its other axes have b.size "
+                         f"({b.size}) entries")
+    n = b.size
+    return reshape(solve(reshape(a, (n, n)), reshape(b, (n,))), x_shape)
