@@ -44,9 +44,11 @@ from fnad.backends.cpu import lowering
 import differential_calls
 import differential_cases
 import differential_library
+import differential_shapes
 from differential_cases import BOOL, F16, F32, F64, I32, I64
 
 CASES = differential_cases.CASES + differential_calls.CASES + differential_library.CASES
+CASES += differential_shapes.CASES
 RANDOM_CASES = differential_library.RANDOM_CASES
 
 try:

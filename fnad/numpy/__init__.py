@@ -16,6 +16,7 @@ from ._products import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
 from ._einsum import einsum  # noqa: F401
+from ._assemble import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from ._methods import attach as _attach
 

@@ -219,7 +219,10 @@ def counterparts():
                 continue
             np_func, fn = getattr(np_module, name), fnad_names.get(name)
             if _is_fnad_function(fn) and _is_numpy_function(np_func):
-                table.setdefault(np_func, (fn, f"{fnad_module}.{name}"))
+                # an alias (np.concat is np.concatenate) defers to the function's own
+                # name, whose fnad counterpart takes numpy's arguments
+                if name == getattr(np_func, "__name__", None) or np_func not in table:
+                    table[np_func] = (fn, f"{fnad_module}.{name}")
     for np_func, fn in EXTRA.items():
         table[np_func] = (fn, f"fnad's {np_func.__name__}")
     return {np_func: Counterpart(np_func, fn, fnad_name)

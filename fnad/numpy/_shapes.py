@@ -4,9 +4,11 @@ import operator
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ConcretizationError as _ConcretizationError, ShapeError
 from ..primitives import shape as S
-from ._core import as_operand, promote, normalize_axis, normalize_axes, stack  # noqa: F401
+from ..array import Array as _Array
+from ..core import Tracer as _Tracer
+from ._core import as_operand, astype, promote, normalize_axis, normalize_axes, stack  # noqa: F401
 
 
 def shape(a):
@@ -106,18 +108,48 @@ def squeeze(a, axis=None):
     return S.squeeze(a, axes) if axes else a
 
 
-def atleast_1d(a):
+def _each(one):
+    """numpy's atleast_Nd(*arys): one array for one argument, a list for several."""
+    def call(*arys):
+        out = [one(a) for a in arys]
+        return out[0] if len(out) == 1 else out
+    call.__name__ = call.__qualname__ = one.__name__.lstrip("_")
+    call.__doc__ = one.__doc__
+    return call
+
+
+def _atleast_1d(a):
+    """a with at least one dimension: a 0-d array becomes shape (1,)."""
     a = as_operand(a)
     return reshape(a, (1,)) if a.ndim == 0 else a
 
 
-def atleast_2d(a):
-    a = atleast_1d(a)
+def _atleast_2d(a):
+    """a with at least two dimensions, added in front: (N,) becomes (1, N)."""
+    a = _atleast_1d(a)
     return reshape(a, (1,) + tuple(a.shape)) if a.ndim == 1 else a
 
 
-def concatenate(arrays, axis=0):
+def _atleast_3d(a):
+    """a with at least three dimensions: (N,) becomes (1, N, 1), (M, N) (M, N, 1)."""
+    a = as_operand(a)
+    if a.ndim >= 3:
+        return a
+    shape = tuple(a.shape)
+    return reshape(a, {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[a.ndim])
+
+
+atleast_1d, atleast_2d, atleast_3d = _each(_atleast_1d), _each(_atleast_2d), _each(_atleast_3d)
+
+
+def concatenate(arrays, axis=0, dtype=None):
+    if isinstance(arrays, _Tracer) or type(arrays) is _Array or isinstance(arrays, np.ndarray):
+        arrays = list(unstack(arrays))      # numpy iterates over the leading axis
+    if not len(arrays):
+        raise ValueError("concatenate: needs at least one array")
     arrays = promote(*arrays)
+    if dtype is not None:
+        arrays = [astype(a, dtype) for a in arrays]
     if axis is None:
         arrays, axis = [ravel(a) for a in arrays], 0
     first = arrays[0]
@@ -129,13 +161,23 @@ def concatenate(arrays, axis=0):
     return S.concatenate(arrays, axis)
 
 
-def hstack(arrays):
-    arrays = [atleast_1d(a) for a in arrays]
-    return concatenate(arrays, 0 if arrays[0].ndim == 1 else 1)
+def concat(arrays, /, *, axis=0):
+    """The array API's name for concatenate."""
+    return concatenate(arrays, axis)
 
 
-def vstack(arrays):
-    return concatenate([atleast_2d(a) for a in arrays], 0)
+def hstack(tup, dtype=None):
+    arrays = [_atleast_1d(a) for a in tup]
+    return concatenate(arrays, 0 if arrays[0].ndim == 1 else 1, dtype)
+
+
+def vstack(tup, dtype=None):
+    return concatenate([_atleast_2d(a) for a in tup], 0, dtype)
+
+
+def dstack(tup, dtype=None):
+    """The arrays, made at least 3-d, joined along the third axis."""
+    return concatenate([_atleast_3d(a) for a in tup], 2, dtype)
 
 
 row_stack = vstack
@@ -151,23 +193,150 @@ def split(a, indices_or_sections, axis=0):
     axis = normalize_axis(axis, a.ndim)
     n = a.shape[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
-        if n % indices_or_sections:
+        sections = int(indices_or_sections)
+        if sections <= 0 or n % sections:
             raise ShapeError(f"split: array split along axis {axis} of size {n} does not "
-                             f"result in {indices_or_sections} equal parts")
-        step = n // indices_or_sections
-        bounds = [i * step for i in range(indices_or_sections + 1)]
+                             f"result in {sections} equal parts")
+        step = n // sections
+        bounds = [i * step for i in range(sections + 1)]
     else:
-        bounds = [0] + [builtins.min(builtins.max(int(i), 0), n)
-                        for i in indices_or_sections] + [n]
+        # each point bounds a Python slice: negative ones count from the end
+        bounds = [0] + [builtins.min(builtins.max(i + n if i < 0 else i, 0), n)
+                        for i in _static_indices(indices_or_sections, "split")] + [n]
     return [take_range(a, lo, builtins.max(lo, hi), axis) for lo, hi in zip(bounds, bounds[1:])]
 
 
-def array_split(a, sections, axis=0):
-    a = as_operand(a)
+def array_split(ary, indices_or_sections, axis=0):
+    """split, where an int need not divide the axis: the first n % sections parts
+    are one longer."""
+    a = as_operand(ary)
+    if not isinstance(indices_or_sections, (int, np.integer)):
+        return split(a, _static_indices(indices_or_sections, "array_split"), axis)
+    sections = int(indices_or_sections)
+    if sections <= 0:
+        raise ValueError(f"array_split: the number of sections must be positive, got "
+                         f"{sections}")
     n = a.shape[normalize_axis(axis, a.ndim)]
     small, extra = divmod(n, sections)
     sizes = [small + 1] * extra + [small] * (sections - extra)
     return split(a, list(np.cumsum(sizes)[:-1]), axis)
+
+
+def _static_indices(indices, name):
+    """Split points as Python ints: they fix the parts' shapes, so they must be known."""
+    if isinstance(indices, _Tracer):
+        try:
+            indices = np.asarray(indices.concrete())
+        except Exception:
+            raise _ConcretizationError(
+                f"{name}: the split points must be concrete (they fix the shapes of the "
+                f"parts), but they are traced by {indices._trace.name}; pass them as a "
+                f"Python list or a static argument") from None
+    elif type(indices) is _Array:
+        indices = indices._value
+    values = np.asarray(indices)
+    if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
+        raise TypeError(f"{name}: split points must be a 1-d sequence of integers, got "
+                        f"{indices!r}")
+    return [int(i) for i in values]
+
+
+def _axis_split(name, ary, indices_or_sections, axis, min_ndim):
+    a = as_operand(ary)
+    if a.ndim < min_ndim:
+        raise ShapeError(f"{name} only works on arrays of {min_ndim} or more dimensions, "
+                         f"got shape {tuple(a.shape)}")
+    return split(a, indices_or_sections, axis)
+
+
+def hsplit(ary, indices_or_sections):
+    """split along the second axis (the first for 1-d arrays)."""
+    a = as_operand(ary)
+    return _axis_split("hsplit", a, indices_or_sections, 1 if a.ndim > 1 else 0, 1)
+
+
+def vsplit(ary, indices_or_sections):
+    """split along the first axis of an array of at least 2 dimensions."""
+    return _axis_split("vsplit", ary, indices_or_sections, 0, 2)
+
+
+def dsplit(ary, indices_or_sections):
+    """split along the third axis of an array of at least 3 dimensions."""
+    return _axis_split("dsplit", ary, indices_or_sections, 2, 3)
+
+
+def unstack(x, /, *, axis=0):
+    """The slices of x along axis, as a tuple (stack's inverse)."""
+    x = as_operand(x)
+    if x.ndim == 0:
+        raise ShapeError("unstack needs an array of at least 1 dimension, got a 0-d one")
+    axis = normalize_axis(axis, x.ndim)
+    return tuple(S.squeeze(take_range(x, i, i + 1, axis), (axis,))
+                 for i in range(x.shape[axis]))
+
+
+def permute_dims(a, /, axes):
+    """The array API's name for transpose (axes required)."""
+    a = as_operand(a)
+    axes = tuple(axes)
+    if sorted(normalize_axis(ax, a.ndim) for ax in axes) != list(range(a.ndim)):
+        raise ValueError(f"permute_dims: axes {axes} are not a permutation of the "
+                         f"{a.ndim} axes of an array of shape {tuple(a.shape)}")
+    return transpose(a, axes)
+
+
+def rollaxis(a, axis, start=0):
+    """numpy's older moveaxis: axis is moved to lie before position start."""
+    a = as_operand(a)
+    axis = normalize_axis(axis, a.ndim)
+    if not -a.ndim <= start <= a.ndim:
+        raise ShapeError(f"rollaxis: start {start} is out of range for an array of "
+                         f"dimension {a.ndim}")
+    if start < 0:
+        start += a.ndim
+    if axis < start:
+        start -= 1      # the axis itself no longer counts once it is taken out
+    return a if axis == start else moveaxis(a, axis, start)
+
+
+def rot90(m, k=1, axes=(0, 1)):
+    """m rotated by 90 degrees k times, from the first of axes towards the second."""
+    m = as_operand(m)
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError(f"rot90: axes must name exactly 2 axes, got {axes}")
+    if m.ndim < 2:
+        raise ShapeError(f"rot90 needs an array of at least 2 dimensions, got shape "
+                         f"{tuple(m.shape)}")
+    a0, a1 = (normalize_axis(ax, m.ndim) for ax in axes)
+    if a0 == a1:
+        raise ValueError(f"rot90: the two axes must differ, got {axes}")
+    k = operator.index(k) % 4
+    if k == 0:
+        return m
+    if k == 2:
+        return flip(m, (a0, a1))
+    perm = list(range(m.ndim))
+    perm[a0], perm[a1] = a1, a0
+    # a quarter turn is a flip and a transpose, in one order or the other
+    return transpose(flip(m, a1), perm) if k == 1 else flip(transpose(m, perm), a1)
+
+
+def resize(a, new_shape):
+    """An array of new_shape filled by repeating a's values in order (zeros if a is
+    empty), as numpy.resize."""
+    a = as_operand(a)
+    new_shape = (operator.index(new_shape),) if isinstance(new_shape, (int, np.integer)) \
+        else tuple(operator.index(n) for n in new_shape)
+    if any(n < 0 for n in new_shape):
+        raise ValueError(f"resize: all dimensions must be non-negative, got {new_shape}")
+    size = int(np.prod(new_shape, dtype=np.int64))
+    if a.size == 0 or size == 0:
+        return S.broadcast_in_dim(np.zeros((), a.dtype), new_shape, ())
+    flat = ravel(a)
+    reps = -(-size // a.size)
+    repeated = tile(flat, reps) if reps > 1 else flat
+    return reshape(take_range(repeated, 0, size, 0), new_shape)
 
 
 def take_range(a, start, stop, axis, step=1):
@@ -216,7 +385,8 @@ def tile(a, reps):
 
 def flip(a, axis=None):
     a = as_operand(a)
-    return S.rev(a, normalize_axes(axis, a.ndim))
+    axes = normalize_axes(axis, a.ndim)
+    return S.rev(a, axes) if axes else a
 
 
 def fliplr(a):
