@@ -1,2 +1,3 @@
 """fnad.scipy: scipy functions over fnad.numpy."""
 from . import special  # noqa: F401
+from . import linalg  # noqa: F401
