@@ -736,14 +736,38 @@ def lu(x):
     return lu_, pivots, permutation
 
 
-def lu_pivots_to_permutation(pivots, permutation_size):
-    """The permutation the row swaps `pivots` make, of length permutation_size. Needs
-    concrete pivots (a numpy loop, not a primitive)."""
-    piv = np.asarray(pivots)
+def _permutation_shape(pivots, permutation_size):
+    if pivots.dtype != np.dtype(np.int32) or pivots.ndim < 1:
+        raise DTypeError(f"lu_pivots_to_permutation: pivots must be int32 with at least one "
+                         f"axis, got {pivots}")
+    if pivots.shape[-1] > permutation_size:
+        raise ShapeError(f"lu_pivots_to_permutation: {pivots.shape[-1]} pivots do not fit "
+                         f"a permutation of size {permutation_size}")
+    return ShapedArray(tuple(pivots.shape[:-1]) + (permutation_size,), pivots.dtype)
+
+
+def _permutation_impl(pivots, permutation_size):
+    """Apply the row swaps in order to the identity permutation. Out-of-range pivots
+    raise (numpy's IndexError) rather than permute garbage."""
     perm = np.broadcast_to(np.arange(permutation_size, dtype=np.int32),
-                           piv.shape[:-1] + (permutation_size,)).copy()
-    for index in np.ndindex(piv.shape[:-1]):
-        row = perm[index]
-        for i, p in enumerate(piv[index]):
-            row[i], row[p] = row[p], row[i]
+                           pivots.shape[:-1] + (permutation_size,)).copy()
+    flat, piv = perm.reshape(-1, permutation_size), pivots.reshape(-1, pivots.shape[-1])
+    rows = np.arange(flat.shape[0])
+    for i in range(piv.shape[1]):
+        p = piv[:, i]
+        flat[rows, i], flat[rows, p] = flat[rows, p], flat[rows, i].copy()
     return perm
+
+
+lu_pivots_to_permutation_p = _leading(
+    "lu_pivots_to_permutation", abstract_eval=_permutation_shape,
+    impl=_checked(_permutation_shape, _permutation_impl),
+    jvp=lambda primals, tangents, permutation_size: (
+        lu_pivots_to_permutation_p.bind(primals[0], permutation_size=permutation_size), None),
+    vjp=lambda g, out, pivots, permutation_size: (None,))
+
+
+def lu_pivots_to_permutation(pivots, permutation_size):
+    """The permutation the row swaps `pivots` (as lu gives them) make of
+    range(permutation_size): integers, with no derivative."""
+    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))

@@ -1,0 +1,287 @@
+"""scipy.linalg over fnad's linear-algebra primitives, with JAX's jax.scipy.linalg
+signatures: factorizations and triangular solves batched over leading axes, and
+expm as a composite (scaling and squaring over a [13/13] Pade approximant), so all
+are differentiable, jittable and vmappable.
+
+scipy's overwrite_* and check_finite arguments are accepted for compatibility; fnad
+never overwrites its inputs and checks nothing extra. As in fnad.numpy.linalg, a
+matrix that is not positive definite (cholesky) or singular (solve, inv) raises
+numpy.linalg.LinAlgError eagerly."""
+import math
+
+import numpy as np
+
+from ..errors import ShapeError
+from ..primitives import linalg as L
+from ..lax import stop_gradient
+from ..numpy import linalg as nla
+from .. import numpy as jnp
+
+__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "lu", "lu_factor",
+           "lu_solve", "expm", "det", "inv", "solve", "eigh", "svd", "qr", "block_diag"]
+
+
+def _floats(name, *arrays):
+    arrays = [jnp.asarray(a) for a in arrays]
+    out = np.dtype(jnp.result_type(*arrays))
+    if out.kind != "f":
+        out = np.dtype(jnp.promote_types(out, jnp.float32))
+    if out == np.float16:
+        raise TypeError(f"{name}: float16 is not supported in linalg; use float32 or float64")
+    return [a.astype(out) for a in arrays]
+
+
+def _matrix(name, a, square=True):
+    if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
+        what = "a square matrix (..., n, n)" if square else "a matrix (..., m, n)"
+        raise ShapeError(f"{name}: expected {what}, got shape {tuple(a.shape)}")
+    return a
+
+
+def _rhs(name, a, b):
+    """b as a stack of matrices with a's leading axes broadcast against its own, and
+    whether it was a vector (of a.shape[-1] entries, or a stack of them)."""
+    n = a.shape[-1]
+    vector = b.ndim == a.ndim - 1
+    if vector:
+        b = jnp.expand_dims(b, -1)
+    if b.ndim < 2 or b.shape[-2] != n:
+        raise ShapeError(f"{name}: a has shape {tuple(a.shape)}, so b needs {n} rows "
+                         f"(shape (..., {n}) or (..., {n}, k)); got {tuple(b.shape)}")
+    lead = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    a = jnp.broadcast_to(a, lead + tuple(a.shape[-2:]))
+    b = jnp.broadcast_to(b, lead + tuple(b.shape[-2:]))
+    return a, b, vector
+
+
+def _unvector(x, vector):
+    return x[..., 0] if vector else x
+
+
+# --------------------------------------------------------------------------- cholesky
+
+def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+    """The Cholesky factor, reading only the `lower` (or upper) triangle of a:
+    a = L L^T (lower) or U^T U."""
+    a, = _floats("cholesky", a)
+    _matrix("cholesky", a)
+    if lower:
+        return L.cholesky(a, symmetrize_input=False)
+    return jnp.matrix_transpose(L.cholesky(jnp.matrix_transpose(a), symmetrize_input=False))
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+    """(c, lower) for cho_solve; c's other triangle holds zeros (scipy's, garbage)."""
+    return cholesky(a, lower=lower), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+    """x with a x = b, from cho_factor's (c, lower)."""
+    c, lower = c_and_lower
+    c, b = _floats("cho_solve", c, b)
+    c, b, vector = _rhs("cho_solve", _matrix("cho_solve", c), b)
+    # a = C C^T (lower) or C^T C: one solve with each triangle.
+    first = L.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower)
+    x = L.triangular_solve(c, first, left_side=True, lower=lower, transpose_a=lower)
+    return _unvector(x, vector)
+
+
+# --------------------------------------------------------------------------- triangular
+
+_TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     debug=None, check_finite=True):
+    """x with op(a) x = b, op(a) = a (trans 0 or 'N') or a^T (1, 'T', 2, 'C'), reading
+    only the lower (or upper) triangle of a, and not its diagonal if unit_diagonal."""
+    if trans not in _TRANS:
+        raise ValueError(f"solve_triangular: trans must be 0, 1, 2, 'N', 'T' or 'C', got "
+                         f"{trans!r}")
+    a, b = _floats("solve_triangular", a, b)
+    a, b, vector = _rhs("solve_triangular", _matrix("solve_triangular", a), b)
+    x = L.triangular_solve(a, b, left_side=True, lower=lower, transpose_a=_TRANS[trans],
+                           unit_diagonal=unit_diagonal)
+    return _unvector(x, vector)
+
+
+# --------------------------------------------------------------------------- lu
+
+def _permutation_matrix(permutation, dtype):
+    """P with P[..., i, j] = (permutation[..., i] == j): (P a)[i] = a[permutation[i]]."""
+    m = permutation.shape[-1]
+    return (jnp.expand_dims(permutation, -1) == jnp.arange(m, dtype=np.int32)).astype(dtype)
+
+
+def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
+    """(p, l, u) with a = p l u, p a permutation matrix, l unit lower (m x k) and u
+    upper (k x n), k = min(m, n); with permute_l, (p l, u)."""
+    a, = _floats("lu", a)
+    m, n = _matrix("lu", a, square=False).shape[-2:]
+    k = min(m, n)
+    factors, _, permutation = L.lu(a)
+    lower = jnp.tril(factors[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
+    upper = jnp.triu(factors[..., :k, :])
+    p = jnp.matrix_transpose(_permutation_matrix(permutation, a.dtype))
+    if permute_l:
+        return jnp.matmul(p, lower), upper
+    return p, lower, upper
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True):
+    """(lu, piv) as LAPACK's getrf: both factors in one array, and zero-based int32
+    pivots (row i was swapped with row piv[i])."""
+    a, = _floats("lu_factor", a)
+    factors, pivots, _ = L.lu(_matrix("lu_factor", a, square=False))
+    return factors, pivots
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+    """x with a x = b (trans 0) or a^T x = b (1, 2), from lu_factor's (lu, piv)."""
+    factors, pivots = lu_and_piv
+    if trans not in _TRANS:
+        raise ValueError(f"lu_solve: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
+    factors, b = _floats("lu_solve", factors, b)
+    factors, b, vector = _rhs("lu_solve", _matrix("lu_solve", factors), b)
+    m = factors.shape[-1]
+    pivots = jnp.broadcast_to(jnp.asarray(pivots), tuple(factors.shape[:-2]) + (m,))
+    p = _permutation_matrix(L.lu_pivots_to_permutation(pivots, m), factors.dtype)
+    solve = L.triangular_solve
+    if not _TRANS[trans]:
+        # a = P^T L U: x = U^-1 L^-1 P b
+        y = solve(factors, jnp.matmul(p, b), left_side=True, lower=True, unit_diagonal=True)
+        x = solve(factors, y, left_side=True, lower=False)
+    else:
+        # a^T = U^T L^T P: x = P^T L^-T U^-T b
+        y = solve(factors, b, left_side=True, lower=False, transpose_a=True)
+        y = solve(factors, y, left_side=True, lower=True, transpose_a=True,
+                  unit_diagonal=True)
+        x = jnp.matmul(jnp.matrix_transpose(p), y)
+    return _unvector(x, vector)
+
+
+# --------------------------------------------------------------------------- expm
+#
+# Higham (2005), "The scaling and squaring method for the matrix exponential
+# revisited": exp(A) = r(A / 2^s)^(2^s) with r the [13/13] Pade approximant, s the
+# least with |A / 2^s|_1 <= theta_13. Differentiating these steps gives the Frechet
+# derivative by Al-Mohy & Higham's (2009) algorithm, so no separate rule is needed.
+
+_PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+           129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+           40840800., 960960., 16380., 182., 1.)
+# Higham's bounds on |A|_1 for a [13/13] approximant accurate to unit roundoff; the
+# float32 one is his single-precision bound for degree 7, which degree 13 meets too.
+_THETA13 = {np.dtype(np.float64): 5.371920351148152, np.dtype(np.float32): 3.925724783138660}
+
+
+def _pade13(a):
+    b = _PADE13
+    eye = jnp.eye(a.shape[-1], dtype=a.dtype)
+    a2 = jnp.matmul(a, a)
+    a4 = jnp.matmul(a2, a2)
+    a6 = jnp.matmul(a4, a2)
+    u = jnp.matmul(a, jnp.matmul(a6, b[13] * a6 + b[11] * a4 + b[9] * a2)
+                   + b[7] * a6 + b[5] * a4 + b[3] * a2 + b[1] * eye)
+    v = (jnp.matmul(a6, b[12] * a6 + b[10] * a4 + b[8] * a2)
+         + b[6] * a6 + b[4] * a4 + b[2] * a2 + b[0] * eye)
+    return nla.solve(v - u, v + u)
+
+
+def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803 (scipy's name)
+    """The matrix exponential of each matrix in A's last two axes. A matrix whose norm
+    needs more than max_squarings squarings gives NaN, as in JAX. upper_triangular is
+    JAX's speed hint and changes no result here."""
+    A, = _floats("expm", A)
+    _matrix("expm", A)
+    if A.shape[-1] == 0:
+        return A
+    norm = stop_gradient(jnp.max(jnp.sum(jnp.abs(A), axis=-2), axis=-1))
+    theta = _THETA13[np.dtype(A.dtype)]
+    # The number of squarings is piecewise constant in A: no derivative flows through it.
+    squarings = jnp.maximum(jnp.ceil(jnp.log2(jnp.maximum(norm, theta) / theta)), 0)
+    scale = jnp.exp2(-squarings)[..., None, None].astype(A.dtype)
+    r = _pade13(A * scale)
+    steps = squarings[..., None, None]
+    for i in range(max_squarings):
+        # Each matrix squares only while it still needs to; the others square zeros, so
+        # no overflow of a finished result can reach a gradient as inf * 0.
+        more = steps > i
+        live = jnp.where(more, r, 0)
+        r = jnp.where(more, jnp.matmul(live, live), r)
+    return jnp.where(steps > max_squarings, np.nan, r).astype(A.dtype)
+
+
+# --------------------------------------------------------------------------- the rest
+
+def det(a, overwrite_a=False, check_finite=True):
+    return nla.det(a)
+
+
+def inv(a, overwrite_a=False, check_finite=True):
+    return nla.inv(a)
+
+
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
+          assume_a="gen"):
+    """x with a x = b. assume_a 'gen' uses LU; 'sym'/'her' too (a is read whole);
+    'pos' uses the Cholesky factor of the `lower` (or upper) triangle."""
+    if assume_a not in ("gen", "sym", "her", "pos"):
+        raise ValueError(f"solve: assume_a must be 'gen', 'sym', 'her' or 'pos', got "
+                         f"{assume_a!r}")
+    if assume_a == "pos":
+        return cho_solve(cho_factor(a, lower=lower), b)
+    a, b = _floats("solve", a, b)
+    a, b, vector = _rhs("solve", _matrix("solve", a), b)
+    return _unvector(L.solve(a, b), vector)
+
+
+def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False,
+         overwrite_b=False, turbo=True, eigvals=None, type=1,  # noqa: A002 (scipy's name)
+         check_finite=True):
+    """(w, v) of a symmetric a, reading its `lower` (or upper) triangle; w alone with
+    eigvals_only. The generalized problem (b) is not supported."""
+    if b is not None or eigvals is not None or type != 1:
+        raise ValueError("eigh: only the standard problem is supported (b=None, "
+                         "eigvals=None, type=1)")
+    a, = _floats("eigh", a)
+    v, w = L.eigh(_matrix("eigh", a), lower=lower, symmetrize_input=False)
+    return w if eigvals_only else (w, v)
+
+
+def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
+        lapack_driver="gesdd"):
+    """(U, s, Vh), or s alone when compute_uv is False."""
+    out = nla.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+    return tuple(out) if compute_uv else out
+
+
+def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+    """(Q, R) with mode 'full' (Q m x m) or 'economic' (Q m x k); (R,) for mode 'r'."""
+    if pivoting:
+        raise ValueError("qr: pivoting=True (column-pivoted QR) is not supported")
+    modes = {"full": "complete", "economic": "reduced", "r": "r"}
+    if mode not in modes:
+        raise ValueError(f"qr: mode must be 'full', 'economic' or 'r', got {mode!r}")
+    out = nla.qr(a, mode=modes[mode])
+    return (out,) if mode == "r" else tuple(out)
+
+
+def block_diag(*arrs):
+    """The matrices (1-d arrays are rows, scalars 1 x 1) laid along the diagonal of one
+    matrix, zeros elsewhere."""
+    if not arrs:
+        return jnp.zeros((1, 0))
+    arrs = [jnp.atleast_2d(jnp.asarray(a)) for a in arrs]
+    for a in arrs:
+        if a.ndim != 2:
+            raise ShapeError(f"block_diag: arguments must have at most 2 dimensions, got "
+                             f"shape {tuple(a.shape)}")
+    dtype = jnp.result_type(*arrs)
+    width = math.fsum(a.shape[1] for a in arrs)
+    rows, left = [], 0
+    for a in arrs:
+        right = int(width) - left - a.shape[1]
+        rows.append(jnp.pad(a.astype(dtype), ((0, 0), (left, right))))
+        left += a.shape[1]
+    return jnp.concatenate(rows, axis=0)
