@@ -17,23 +17,27 @@ int8, int16, int32, int64 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, 
 uint8, uint16, uint32, uint64 = (np.dtype(t)
                                  for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
+complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
 
 SUPPORTED = frozenset({bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                       float16, float32, float64})
+                       float16, float32, float64, complex64, complex128})
 
-# The weak types: the lattice's places for Python ints and floats (and arrays made from
-# them), which resolve to the default dtypes once no array fixes a width.
-WEAK_INT, WEAK_FLOAT = "int*", "float*"
+# The weak types: the lattice's places for Python ints, floats and complex numbers (and
+# arrays made from them), which resolve to the default dtypes once no array fixes a width.
+WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "int*", "float*", "complex*"
 
 # JAX's lattice: each type's immediate supertypes. The least upper bound of two types
-# is their promotion; there is no complex and no bfloat16 in fnad.
+# is their promotion; there is no bfloat16 in fnad. A float meets a complex in the
+# complex of its width (float64 with complex64 is complex128: nothing narrows).
 _LATTICE = {
     bool_: [WEAK_INT],
     WEAK_INT: [uint8, int8],
     uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64],
     uint64: [WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
-    WEAK_FLOAT: [float16], float16: [float32], float32: [float64], float64: [],
+    WEAK_FLOAT: [float16, WEAK_COMPLEX], float16: [float32], float32: [float64, complex64],
+    float64: [complex128],
+    WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
 }
 
 
@@ -68,9 +72,37 @@ _JOIN = _join_table()
 _PROMOTE = {(a, b): float64 if j == WEAK_FLOAT else j
             for (a, b), j in _JOIN.items() if a in SUPPORTED and b in SUPPORTED}
 
+_WEAK = (WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX)
+
 
 def default_float():
     return float64 if config.enable_x64 else float32
+
+
+def default_complex():
+    return complex128 if config.enable_x64 else complex64
+
+
+def is_inexact(dtype):
+    """Floats and complex numbers: the dtypes that carry derivatives."""
+    return dtype.kind in "fc"
+
+
+def real_dtype(dtype):
+    """The float of a complex dtype's parts (complex64 -> float32); other dtypes as
+    they are."""
+    return _REAL.get(dtype, dtype)
+
+
+def complex_dtype(dtype):
+    """The complex dtype whose parts are `dtype` (float32 -> complex64); float16 and
+    non-float dtypes go to complex64 (float64 and 64-bit integers to complex128)."""
+    if dtype.kind == "c":
+        return dtype
+    return complex128 if dtype.itemsize == 8 else complex64
+
+
+_REAL = {complex64: float32, complex128: float64}
 
 
 def default_int():
@@ -90,6 +122,8 @@ def _resolve(t):
         return default_float()
     if t is WEAK_INT:
         return default_int()
+    if t is WEAK_COMPLEX:
+        return default_complex()
     return t
 
 
@@ -109,16 +143,20 @@ def promote_types(a, b):
 
 
 def lattice_type(x):
-    """x's place in the lattice: a weak type for Python ints and floats, the Python
-    types int and float, and weakly typed arrays; otherwise a dtype."""
+    """x's place in the lattice: a weak type for Python ints, floats and complex
+    numbers, the Python types int, float and complex, and weakly typed arrays;
+    otherwise a dtype."""
     if x is int or type(x) is int:
         return WEAK_INT
     if x is float or type(x) is float:
         return WEAK_FLOAT
+    if x is complex or type(x) is complex:
+        return WEAK_COMPLEX
     if x is bool or type(x) is bool:
         return bool_
     if getattr(x, "weak_type", False):
-        return WEAK_FLOAT if x.dtype.kind == "f" else WEAK_INT
+        kind = x.dtype.kind
+        return WEAK_FLOAT if kind == "f" else WEAK_COMPLEX if kind == "c" else WEAK_INT
     return check_supported(x.dtype if hasattr(x, "dtype") else x)
 
 
@@ -130,7 +168,7 @@ def result_type(*args):
     strong = weak = None
     for x in args:
         t = lattice_type(x)
-        if t is WEAK_INT or t is WEAK_FLOAT:
+        if t in _WEAK:
             weak = t if weak is None else _JOIN[weak, t]
         else:
             strong = t if strong is None else _JOIN[strong, t]
@@ -143,8 +181,9 @@ def result_type(*args):
 
 def to_inexact(dtype):
     """The float an integer or bool dtype computes in (true division, exp, mean):
-    float32 for up to 32 bits, the default float for 64-bit integers, as in JAX."""
-    if dtype.kind == "f":
+    float32 for up to 32 bits, the default float for 64-bit integers, as in JAX.
+    Complex dtypes are inexact already."""
+    if dtype.kind in "fc":
         return dtype
     return default_float() if dtype.itemsize == 8 else float32
 
@@ -157,4 +196,6 @@ def canonical_python_dtype(value):
         return default_int()
     if isinstance(value, float):
         return default_float()
+    if isinstance(value, complex):
+        return default_complex()
     raise DTypeError(f"cannot make an fnad array from a {type(value).__name__}")

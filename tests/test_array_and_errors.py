@@ -135,8 +135,8 @@ def test_escaped_tracer_is_reported():
 
 
 def test_unsupported_dtype():
-    with pytest.raises(TypeError, match="complex128"):
-        fnp.asarray(np.ones(2, dtype=np.complex128))
+    with pytest.raises(TypeError, match="timedelta64"):
+        fnp.asarray(np.zeros(2, dtype="timedelta64[s]"))
     with pytest.raises(TypeError):
         fnp.asarray(np.array(["a"]))
 

@@ -74,6 +74,10 @@ def signed(lo, hi, *shape):
     return lambda rng: rng.uniform(lo, hi, shape) * rng.choice([-1.0, 1.0], shape)
 
 
+def complex_normal(*shape):
+    return lambda rng: rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
 def args_of(*makers):
     return lambda rng: tuple(m(rng) for m in makers)
 
@@ -236,6 +240,12 @@ TABLE = {
                           _integer_pow(2, normal(3, 4)), _integer_pow(3, normal(3, 4)),
                           _integer_pow(-2, signed(0.5, 2, 3, 4))]),
     "stop_gradient": unary(lambda x: x, grad="zero"),
+    "arccosh": unary(np.arccosh, lambda *s: uniform(1.2, 3, *s)),
+    # complex numbers (derivatives: tests/test_complex.py, by hand and finite differences)
+    "complex": binary(lambda re, im: re + 1j * im, grad="none"),
+    "real": Entry(np.real, [Case(args_of(complex_normal(3, 4)))], grad="none"),
+    "imag": Entry(np.imag, [Case(args_of(complex_normal(3, 4)))], grad="none"),
+    "conj": Entry(np.conj, [Case(args_of(complex_normal(3, 4)))], grad="none"),
     # ---- elementwise, binary
     "add": binary(np.add),
     "sub": binary(np.subtract),

@@ -129,14 +129,18 @@ def literal(value, half=False):
     if dtype.kind == "b":
         return repr(bool(v))
     if dtype.kind == "f":
-        if np.isnan(v):
-            text = "np.nan"
-        elif np.isinf(v):
-            text = "np.inf" if v > 0 else "-np.inf"
-        else:
-            text = repr(float(v))
-        return f"np.{'float32' if half and dtype == np.float16 else dtype.name}({text})"
+        return f"np.{'float32' if half and dtype == np.float16 else dtype.name}({_float(v)})"
+    if dtype.kind == "c":
+        return f"np.{dtype.name}(complex({_float(v.real)}, {_float(v.imag)}))"
     return f"np.{dtype.name}({int(v)})"
+
+
+def _float(v):
+    if np.isnan(v):
+        return "np.nan"
+    if np.isinf(v):
+        return "np.inf" if v > 0 else "-np.inf"
+    return repr(float(v))
 
 
 def _param(value, half=False):
@@ -153,6 +157,7 @@ def accumulator_dtype(reduction, dtype):
 
 
 _FLOAT16 = np.dtype(np.float16)
+_COMPLEX64 = np.dtype(np.complex64)
 
 
 # Python allows 20 nested blocks in a function, and each dimension of a loop nest is
@@ -350,9 +355,10 @@ class KernelSource:
         params = {k: _param(v, self.half) for k, v in e.params.items()}
         t = self.names[out] = f"t{len(self.body)}"
         expr = e.prim.scalar.format(*args, **params)
-        if out.aval.dtype.kind in "iu":
+        if out.aval.dtype.kind in "iu" or out.aval.dtype == _COMPLEX64:
             # Numba widens integer arithmetic; wrap around in the result's own width,
-            # as numpy does
+            # as numpy does. complex() and mixed operations make complex128: round a
+            # complex64 result to its own width at each step, as numpy does.
             expr = f"np.{out.aval.dtype.name}({expr})"
         elif self._is_half(out.aval.dtype):
             expr = f"half.round({expr})"

@@ -14,7 +14,7 @@ from .operators import (  # noqa: F401,A004
     atanh, abs, sign, floor, ceil, logistic, erf, is_finite,
     bitwise_not, add, sub, mul, pow, max, min, atan2,
     rem, eq, ne, lt, le, gt, ge, bitwise_and,
-    bitwise_or, bitwise_xor)
+    bitwise_or, bitwise_xor, real, imag, conj, complex, acosh)
 from ..primitives.sort import sort, sort_key_val, argsort  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
 from ..primitives.index import (  # noqa: E402,F401

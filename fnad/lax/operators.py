@@ -33,6 +33,8 @@ add, sub, mul, pow = map(_binary, (_E.add_p, _E.sub_p, _E.mul_p, _E.pow_p))  # n
 max, min, atan2, rem = map(_binary, (_E.max_p, _E.min_p, _E.atan2_p, _E.rem_p))  # noqa: A001
 eq, ne, lt, le, gt, ge = map(_binary, (_E.eq_p, _E.ne_p, _E.lt_p, _E.le_p, _E.gt_p, _E.ge_p))
 bitwise_and, bitwise_or, bitwise_xor = map(_binary, (_E.and_p, _E.or_p, _E.xor_p))
+real, imag, conj, acosh = map(_unary, (_E.real_p, _E.imag_p, _E.conj_p, _E.arccosh_p))
+complex = _binary(_E.complex_p)  # noqa: A001
 
 
 class RoundingMethod(enum.IntEnum):
@@ -83,7 +85,7 @@ def clamp(min, x, max):  # noqa: A002 (lax's names)
 
 
 def convert_element_type(x, new_dtype):
-    return _E.convert_element_type_p.bind(x, new_dtype=np.dtype(new_dtype))
+    return _E.convert(_as(x), np.dtype(new_dtype))
 
 
 def stop_gradient(x):

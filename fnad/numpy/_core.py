@@ -9,7 +9,7 @@ from ..core import Tracer
 from .. import dtypes
 from ..errors import ShapeError
 from ..primitives import shape as S
-from ..primitives.elementwise import convert_element_type_p
+from ..primitives.elementwise import convert
 
 
 def asarray(a, dtype=None, copy=None):
@@ -34,11 +34,11 @@ def asarray(a, dtype=None, copy=None):
         return Array(out._value) if out is a and type(a) is Array and a.weak_type else out
     if isinstance(a, (np.ndarray, np.generic)):
         value = _from_numpy(a, dtype, copy if copy is not None else True)
-    elif type(a) in (int, float):
+    elif type(a) in (int, float, complex):
         if dtype is None:
             return weakly_typed(np.asarray(a, dtypes.canonical_python_dtype(a)))
         value = np.asarray(a, dtype)
-    elif isinstance(a, (bool, int, float)):
+    elif isinstance(a, (bool, int, float, complex)):
         value = np.asarray(a, dtype if dtype is not None else dtypes.canonical_python_dtype(a))
     elif isinstance(a, (list, tuple)):
         if _holds_fnad_value(a):
@@ -109,7 +109,7 @@ def _leaves(seq):
         if isinstance(x, (list, tuple)):
             out.extend(_leaves(x))
         elif isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or type(x) in (
-                int, float, bool):
+                int, float, complex, bool):
             out.append(x)
         else:
             raise TypeError(f"cannot convert a {type(x).__name__} inside a list to an "
@@ -167,7 +167,7 @@ def astype(x, dtype):
     if x.dtype == dtype:
         return x
     dtype = dtypes.check_supported(dtype)
-    return convert_element_type_p.bind(x, new_dtype=dtype)
+    return convert(x, dtype)
 
 
 def _is_python_scalar(x):

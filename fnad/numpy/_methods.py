@@ -6,7 +6,7 @@ from ..array import Array
 from ..core import Tracer
 from . import _elementwise as E, _reductions as R, _shapes as S, _products as P
 from ._core import astype
-from . import _sorting
+from . import _sorting, _complex
 from ._indexing import IndexUpdateHelper, getitem, repeat
 from ._interop import array_function, array_ufunc
 
@@ -61,6 +61,7 @@ METHODS = {
     "astype": astype, "clip": E.clip, "round": E.round, "dot": P.dot,
     "diagonal": P.diagonal, "trace": P.trace,
     "copy": lambda self: self,
+    "conj": _complex.conj, "conjugate": _complex.conj,
     "__array_ufunc__": array_ufunc, "__array_function__": array_function,
     "sort": lambda self, axis=-1: _sorting.sort(self, axis),
     "argsort": lambda self, axis=-1: _sorting.argsort(self, axis),
@@ -71,7 +72,7 @@ PROPERTIES = {
     "T": lambda self: S.transpose(self),
     "mT": S.matrix_transpose,
     "at": _at,
-    "real": lambda self: self,
+    "real": _complex.real, "imag": _complex.imag,
 }
 
 

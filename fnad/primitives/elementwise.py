@@ -13,17 +13,23 @@ import math
 import numpy as np
 
 from ..abstract import ShapedArray, broadcast_shapes
+from ..dtypes import real_dtype, complex_dtype
 from ..errors import DTypeError
 from ..kernels.cpu import elementwise as kernels
 from ._rules import broadcasting, add_tangents, drop_identity_operand
 # convert_element_type is declared with the kit every rule uses, below every family;
 # it belongs to this family's namespace all the same.
 from .structural import (  # noqa: F401
-    elementwise_primitive, broadcast_to, sum_to_shape, convert_element_type_p)
+    elementwise_primitive, broadcast_to, sum_to_shape, convert_element_type_p, real_p,
+    convert)
 
 FLOAT = "f"
-NUMERIC = "biuf"
+INEXACT = "fc"
+NUMERIC = "biufc"
 INTEGRAL = "biu"
+# Ordered kinds: complex numbers compare lexicographically, but only where numpy's
+# ufuncs do it for us; the fused kernels' comparisons are on real numbers.
+ORDERED = "biuf"
 
 
 # --------------------------------------------------------------------------- unary
@@ -52,35 +58,43 @@ def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
 
 
 neg_p = unary("neg", np.negative, lambda x, y: -1, "(-{0})", kinds=NUMERIC)
-exp_p = unary("exp", np.exp, lambda x, y: y, "np.exp({0})")
-log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})")
-log1p_p = unary("log1p", np.log1p, lambda x, y: 1 / (1 + x), "np.log1p({0})")
-expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})")
-sqrt_p = unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, "np.sqrt({0})")
+exp_p = unary("exp", np.exp, lambda x, y: y, "np.exp({0})", kinds=INEXACT)
+log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})", kinds=INEXACT)
+log1p_p = unary("log1p", np.log1p, lambda x, y: 1 / (1 + x), "np.log1p({0})",
+                 kinds=INEXACT)
+expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})", kinds=INEXACT)
+sqrt_p = unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, "np.sqrt({0})", kinds=INEXACT)
 rsqrt_p = unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda x, y: -0.5 * y / x,
-                "(1 / np.sqrt({0}))")
-sin_p = unary("sin", np.sin, lambda x, y: cos_p.bind(x), "np.sin({0})")
-cos_p = unary("cos", np.cos, lambda x, y: -sin_p.bind(x), "np.cos({0})")
-tan_p = unary("tan", np.tan, lambda x, y: 1 + y * y, "np.tan({0})")
-tanh_p = unary("tanh", np.tanh, lambda x, y: 1 - y * y, "np.tanh({0})")
+                "(1 / np.sqrt({0}))", kinds=INEXACT)
+sin_p = unary("sin", np.sin, lambda x, y: cos_p.bind(x), "np.sin({0})", kinds=INEXACT)
+cos_p = unary("cos", np.cos, lambda x, y: -sin_p.bind(x), "np.cos({0})", kinds=INEXACT)
+tan_p = unary("tan", np.tan, lambda x, y: 1 + y * y, "np.tan({0})", kinds=INEXACT)
+tanh_p = unary("tanh", np.tanh, lambda x, y: 1 - y * y, "np.tanh({0})", kinds=INEXACT)
 arcsin_p = unary("arcsin", np.arcsin, lambda x, y: rsqrt_p.bind(1 - x * x),
-                 "np.arcsin({0})")
+                 "np.arcsin({0})", kinds=INEXACT)
 arccos_p = unary("arccos", np.arccos, lambda x, y: -rsqrt_p.bind(1 - x * x),
-                 "np.arccos({0})")
-arctan_p = unary("arctan", np.arctan, lambda x, y: 1 / (1 + x * x), "np.arctan({0})")
-sinh_p = unary("sinh", np.sinh, lambda x, y: cosh_p.bind(x), "np.sinh({0})")
-cosh_p = unary("cosh", np.cosh, lambda x, y: sinh_p.bind(x), "np.cosh({0})")
+                 "np.arccos({0})", kinds=INEXACT)
+arctan_p = unary("arctan", np.arctan, lambda x, y: 1 / (1 + x * x), "np.arctan({0})",
+                 kinds=INEXACT)
+sinh_p = unary("sinh", np.sinh, lambda x, y: cosh_p.bind(x), "np.sinh({0})", kinds=INEXACT)
+cosh_p = unary("cosh", np.cosh, lambda x, y: sinh_p.bind(x), "np.cosh({0})", kinds=INEXACT)
 arcsinh_p = unary("arcsinh", np.arcsinh, lambda x, y: rsqrt_p.bind(x * x + 1),
-                  "np.arcsinh({0})")
-arctanh_p = unary("arctanh", np.arctanh, lambda x, y: 1 / (1 - x * x), "np.arctanh({0})")
+                  "np.arcsinh({0})", kinds=INEXACT)
+arctanh_p = unary("arctanh", np.arctanh, lambda x, y: 1 / (1 - x * x), "np.arctanh({0})",
+                  kinds=INEXACT)
+# arccosh'(x) = 1 / (sqrt(x - 1) sqrt(x + 1)): one root of x*x - 1 would pick the wrong
+# branch for complex x with a negative real part.
+arccosh_p = unary("arccosh", np.arccosh,
+                  lambda x, y: 1 / (sqrt_p.bind(x - 1) * sqrt_p.bind(x + 1)),
+                  "np.arccosh({0})", kinds=INEXACT)
 # logistic'(x) = s(1 - s); the kernel picks the branch that cannot overflow.
 logistic_p = unary("logistic", kernels.logistic, lambda x, y: y * (1 - y),
                    "kernels.logistic_scalar({0})")
 # erf'(x) = 2/sqrt(pi) exp(-x^2)
 erf_p = unary("erf", kernels.erf, lambda x, y: (2 / math.sqrt(math.pi)) * exp_p.bind(-x * x),
               "math.erf({0})")
-abs_p = unary("abs", np.abs, lambda x, y: sign_p.bind(x), "np.abs({0})", kinds=NUMERIC)
 # sign(-0.0) is +0.0 in numpy; Numba's np.sign keeps the sign of the zero (the helper).
+# A complex sign is z / |z| (0 at 0), numpy's and JAX's.
 sign_p = unary("sign", np.sign, None, "kernels.sign_scalar({0})", kinds=NUMERIC)
 floor_p = unary("floor", np.floor, None, "np.floor({0})")
 ceil_p = unary("ceil", np.ceil, None, "np.ceil({0})")
@@ -208,13 +222,13 @@ sub_p = _linear_binary("sub", np.subtract, -1, "({0} - {1})",
 mul_p = binary("mul", np.multiply, lambda x, y, o: y, lambda x, y, o: x, "({0} * {1})",
                simplify=drop_identity_operand(1, (0, 1)))
 div_p = binary("div", np.divide, lambda x, y, o: 1 / y, lambda x, y, o: -o / y,
-               "({0} / {1})", kinds=FLOAT, simplify=drop_identity_operand(1, (1,)))
+               "({0} / {1})", kinds=INEXACT, simplify=drop_identity_operand(1, (1,)))
 # d/dy x^y = log(x) x^y, taken as 0 where x = 0 (the limit along y > 0).
 pow_p = binary("pow", np.power,
                lambda x, y, o: y * pow_p.bind(x, y - 1),
                lambda x, y, o: select_p.bind(x == 0, 0 * o, o * log_p.bind(
                    select_p.bind(x == 0, 1 + 0 * x, x))),
-               "({0} ** {1})", kinds=FLOAT)
+               "({0} ** {1})", kinds=INEXACT)
 # Integer arithmetic that numpy and JAX keep exact (no derivative: integers are
 # constants to differentiation). integer_power is x ** y, wrapping around like numpy's;
 # a negative exponent gives the real power truncated toward zero (numpy raises, and so
@@ -228,16 +242,25 @@ integer_div_p = binary("integer_div", kernels.truncate_divide, None, None,
 # hypot(inf, nan) is inf, as numpy's.
 hypot_p = binary("hypot", np.hypot, lambda x, y, o: x / o, lambda x, y, o: y / o,
                  "math.hypot({0}, {1})", kinds=FLOAT)
+def _real_only(impl):
+    """A kernel numpy would also run on complex numbers (in lexicographic order): the
+    fused kernels order real numbers only, so every mode refuses complex ones."""
+    def run(*xs, **params):
+        kernels.real_operands(*xs)
+        return impl(*xs, **params)
+    return run
+
+
 # Ties split the derivative evenly, so max(x, x) has derivative 1 in x. NaN in either
 # operand gives NaN, as in numpy (the kernels' helpers, not Python's max).
-max_p = binary("max", np.maximum,
+max_p = binary("max", _real_only(np.maximum),
                lambda x, y, o: _indicator(x > y, o) + 0.5 * _indicator(x == y, o),
                lambda x, y, o: _indicator(x < y, o) + 0.5 * _indicator(x == y, o),
-               "kernels.maximum_scalar({0}, {1})")
-min_p = binary("min", np.minimum,
+               "kernels.maximum_scalar({0}, {1})", kinds=ORDERED)
+min_p = binary("min", _real_only(np.minimum),
                lambda x, y, o: _indicator(x < y, o) + 0.5 * _indicator(x == y, o),
                lambda x, y, o: _indicator(x > y, o) + 0.5 * _indicator(x == y, o),
-               "kernels.minimum_scalar({0}, {1})")
+               "kernels.minimum_scalar({0}, {1})", kinds=ORDERED)
 
 
 def _indicator(mask, like):
@@ -250,7 +273,7 @@ atan2_p = binary("atan2", np.arctan2,
                  "np.arctan2({0}, {1})", kinds=FLOAT)
 # C's fmod: the result has the sign of x; x = trunc(x / y) * y + rem.
 rem_p = binary("rem", np.fmod, lambda x, y, o: 1 + 0 * o, lambda x, y, o: -_trunc(x / y),
-               "kernels.fmod_scalar({0}, {1})")
+               "kernels.fmod_scalar({0}, {1})", kinds=ORDERED)
 # numpy's floor_divide and remainder (Python's // and %): x = floor_divide * y +
 # remainder, the remainder taking the sign of y. Integers stay in integer arithmetic
 # in every width; a zero divisor gives 0 for integers and inf/nan for floats, and
@@ -268,16 +291,17 @@ def _trunc(x):
     return select_p.bind(x < 0, ceil_p.bind(x), floor_p.bind(x))
 
 
-def _comparison(name, impl, op):
-    return binary(name, impl, None, None, f"({{0}} {op} {{1}})", out_dtype=np.dtype(np.bool_))
+def _comparison(name, impl, op, kinds=ORDERED):
+    return binary(name, impl, None, None, f"({{0}} {op} {{1}})", kinds=kinds,
+                  out_dtype=np.dtype(np.bool_))
 
 
-eq_p = _comparison("eq", np.equal, "==")
-ne_p = _comparison("ne", np.not_equal, "!=")
-lt_p = _comparison("lt", np.less, "<")
-le_p = _comparison("le", np.less_equal, "<=")
-gt_p = _comparison("gt", np.greater, ">")
-ge_p = _comparison("ge", np.greater_equal, ">=")
+eq_p = _comparison("eq", np.equal, "==", kinds=NUMERIC)
+ne_p = _comparison("ne", np.not_equal, "!=", kinds=NUMERIC)
+lt_p = _comparison("lt", _real_only(np.less), "<")
+le_p = _comparison("le", _real_only(np.less_equal), "<=")
+gt_p = _comparison("gt", _real_only(np.greater), ">")
+ge_p = _comparison("ge", _real_only(np.greater_equal), ">=")
 and_p = binary("and", np.bitwise_and, None, None, "({0} & {1})", kinds=INTEGRAL)
 or_p = binary("or", np.bitwise_or, None, None, "({0} | {1})", kinds=INTEGRAL)
 xor_p = binary("xor", np.bitwise_xor, None, None, "({0} ^ {1})", kinds=INTEGRAL)
@@ -338,10 +362,115 @@ def _clamp_vjp(g, out, lo, x, hi):
 
 
 clamp_p = elementwise_primitive(
-    "clamp", abstract_eval=broadcasting("clamp", kinds=NUMERIC),
-    impl=lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi), jvp=_clamp_jvp, vjp=_clamp_vjp,
+    "clamp", abstract_eval=broadcasting("clamp", kinds=ORDERED),
+    impl=_real_only(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)), jvp=_clamp_jvp,
+    vjp=_clamp_vjp,
     scalar="kernels.minimum_scalar(kernels.maximum_scalar({1}, {0}), {2})")
 
 
 # The identity with no derivative: differentiation treats the value as a constant.
-stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds="biuf")
+stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds=NUMERIC)
+
+
+# --------------------------------------------------------------------------- complex numbers
+# The cotangent of a complex value pairs with its tangent as Re(ct * t), no conjugate
+# (JAX's convention). Holomorphic primitives (exp, mul, ...) keep their real rules; the
+# ones below are not holomorphic, so each states its own transpose.
+
+def _complex_only(name, to_real):
+    def abstract_eval(x):
+        if x.dtype.kind != "c":
+            raise DTypeError(f"{name} needs a complex operand, got {x}")
+        return ShapedArray(x.shape, real_dtype(x.dtype) if to_real else x.dtype)
+    return abstract_eval
+
+
+def _embed(g, like):
+    """A real cotangent as the complex one pairing the same way: g + 0j."""
+    return convert_element_type_p.bind(g, new_dtype=like.dtype)
+
+
+def _linear_unary(name, impl, abstract_eval, transpose, scalar):
+    def jvp(primals, tangents):
+        return prim.bind(*primals), prim.bind(*tangents)
+
+    prim = elementwise_primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=jvp,
+                                 vjp=lambda g, out, x: (transpose(g, x),), scalar=scalar)
+    return prim
+
+
+# (real, the other half of the pair, is declared with the conversions it pairs with.)
+# Re(ct_z * t) = g Im(t) gives ct_z = -i g; for conj, ct_z = conj(g).
+imag_p = _linear_unary("imag", kernels.complex_only(np.imag), _complex_only("imag", True),
+                       lambda g, x: complex_p.bind(np.zeros((), g.dtype), -g), "{0}.imag")
+conj_p = _linear_unary("conj", kernels.complex_only(np.conj), _complex_only("conj", False),
+                       lambda g, x: conj_p.bind(g), "{0}.conjugate()")
+
+
+def _complex_shape(re, im):
+    out = broadcasting("complex", kinds="f")(re, im)
+    if out.dtype == np.float16:
+        raise DTypeError(f"complex needs float32 or float64 parts, got {re} and {im}")
+    return ShapedArray(out.shape, complex_dtype(out.dtype))
+
+
+def _complex_jvp(primals, tangents):
+    re, im = primals
+    t_re, t_im = tangents
+    out = complex_p.bind(re, im)
+    if t_re is None and t_im is None:
+        return out, None
+    zero = np.zeros((), re.dtype)
+    return out, broadcast_to(complex_p.bind(zero if t_re is None else t_re,
+                                            zero if t_im is None else t_im), out.shape)
+
+
+def _complex_vjp(g, out, re, im, needed=(True, True)):
+    # Re(g (t_re + i t_im)) = Re(g) t_re - Im(g) t_im
+    return (sum_to_shape(real_p.bind(g), re.shape) if needed[0] else None,
+            sum_to_shape(-imag_p.bind(g), im.shape) if needed[1] else None)
+
+
+# complex(re, im) = re + i im, lax.complex. Numba's complex() makes a complex128; the
+# kernels round a complex64 result once, as numpy does.
+complex_p = elementwise_primitive(
+    "complex", abstract_eval=_complex_shape,
+    impl=lambda re, im: kernels.make_complex(re, im),
+    jvp=_complex_jvp, vjp=_complex_vjp, scalar="complex({0}, {1})", selective_vjp=True)
+
+
+# |x|: real for complex x. d|z| = Re(conj(z) t) / |z|, so the cotangent is g conj(z)/|z|;
+# both are taken as 0 at z = 0, as JAX does (the real case: sign(x), also 0 at 0).
+def _abs_shape(x):
+    if x.dtype.kind not in NUMERIC:
+        raise DTypeError(f"abs does not accept dtype {x.dtype} (operand {x})")
+    return ShapedArray(x.shape, real_dtype(x.dtype))
+
+
+def _unit(x, out):
+    """x / |x| (0 at 0): sign(x), or the complex phase."""
+    if x.dtype.kind != "c":
+        return sign_p.bind(x)
+    zero = out == 0
+    safe = select_p.bind(zero, np.ones((), out.dtype), out)
+    return select_p.bind(zero, np.zeros((), x.dtype), x / _embed(safe, x))
+
+
+def _abs_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    out = abs_p.bind(x)
+    if x.dtype.kind != "c":
+        return out, t * sign_p.bind(x)
+    return out, real_p.bind(conj_p.bind(_unit(x, out)) * t)
+
+
+def _abs_vjp(g, out, x):
+    if x.dtype.kind != "c":
+        return (g * sign_p.bind(x),)
+    return (_embed(g, x) * conj_p.bind(_unit(x, out)),)
+
+
+abs_p = elementwise_primitive("abs", abstract_eval=_abs_shape, impl=np.abs, jvp=_abs_jvp,
+                              vjp=_abs_vjp, scalar="np.abs({0})")
+

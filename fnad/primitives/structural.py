@@ -15,7 +15,10 @@ import numpy as np
 
 from ..abstract import ShapedArray
 from ..core import Primitive
+from ..dtypes import is_inexact, real_dtype
+from ..errors import DTypeError
 from ..kernels.cpu import reduce as reduce_kernels
+from ..kernels.cpu.elementwise import complex_only
 from ._rules import (batched_axes, unary_batch, linear, axes_reduction, shape_error,
                      compose_with_producer, identity_when_same_type)
 
@@ -283,21 +286,66 @@ def _convert_jvp(primals, tangents, new_dtype):
     x, = primals
     t, = tangents
     out = convert_element_type_p.bind(x, new_dtype=new_dtype)
-    if new_dtype.kind != "f":
+    if not is_inexact(new_dtype) or t is None:
         return out, None
     return out, convert_element_type_p.bind(t, new_dtype=new_dtype)
 
 
 def _convert_vjp(g, out, x, new_dtype):
-    if x.dtype.kind != "f":
+    if not is_inexact(x.dtype):
         return (None,)
+    if g.dtype.kind == "c" and x.dtype.kind != "c":
+        g = real_p.bind(g)      # real -> complex embeds; its transpose takes Re(g)
     return (convert_element_type_p.bind(g, new_dtype=x.dtype),)
+
+
+def _convert_shape(x, new_dtype):
+    # complex -> real drops the imaginary part: that is `real`, a primitive of its own
+    # (`convert` below applies it), so the conversion itself stays a cast every
+    # backend's scalar code can write.
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        raise DTypeError(f"convert_element_type cannot convert complex {x} to "
+                         f"{new_dtype}; take its real part first (lax.real)")
+    return ShapedArray(x.shape, new_dtype)
+
+
+def _convert_impl(x, new_dtype):
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        raise TypeError("complex to real")     # numpy would drop the imaginary part
+    return x.astype(new_dtype)
 
 
 # A conversion to the dtype the value has is the value.
 convert_element_type_p = elementwise_primitive(
     "convert_element_type",
-    abstract_eval=lambda x, new_dtype: ShapedArray(x.shape, new_dtype),
-    impl=lambda x, new_dtype: x.astype(new_dtype),
+    abstract_eval=_convert_shape,
+    impl=_convert_impl,
     jvp=_convert_jvp, vjp=_convert_vjp, scalar="{new_dtype}({0})",
     simplify=identity_when_same_type)
+
+
+def convert(x, new_dtype):
+    """x in new_dtype; a complex x going to a real dtype keeps its real part (numpy's
+    and JAX's rule), taken with real, whose transpose embeds the cotangent again."""
+    new_dtype = np.dtype(new_dtype)
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        x = real_p.bind(x)
+    return convert_element_type_p.bind(x, new_dtype=new_dtype)
+
+
+# --------------------------------------------------------------------------- real
+# The real part of a complex number; with the conversion real -> complex it is the
+# pair of maps between real and complex values that rules and conversions need. Its
+# cotangent pairs as Re(ct * t) = g Re(t) (JAX's convention), so ct = g + 0j.
+
+def _real_shape(x):
+    if x.dtype.kind != "c":
+        raise DTypeError(f"real needs a complex operand, got {x}")
+    return ShapedArray(x.shape, real_dtype(x.dtype))
+
+
+real_p = elementwise_primitive(
+    "real", abstract_eval=_real_shape, impl=complex_only(np.real),
+    jvp=lambda primals, tangents: (real_p.bind(*primals), real_p.bind(*tangents)),
+    vjp=lambda g, out, x: (convert_element_type_p.bind(g, new_dtype=x.dtype),),
+    scalar="{0}.real")

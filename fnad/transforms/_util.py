@@ -16,14 +16,14 @@ def as_value(x, what):
     if isinstance(x, (np.ndarray, np.generic)):
         check_supported(x.dtype, what)
         return Array(np.array(x))
-    if isinstance(x, (bool, int, float)):
+    if isinstance(x, (bool, int, float, complex)):
         return Array(np.asarray(x, canonical_python_dtype(x)))
     raise TypeError(f"{what}: expected an array or a Python scalar, got {type(x).__name__}")
 
 
 def check_float_input(x, transform, what):
     x = as_value(x, f"{transform} {what}")
-    if x.dtype.kind != "f":
+    if x.dtype.kind not in "fc":
         raise GradientError(
             f"{transform} requires floating-point inputs, but {what} has dtype {x.dtype} "
             f"(shape {tuple(x.shape)}); differentiate with respect to a float array, or "

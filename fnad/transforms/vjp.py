@@ -105,7 +105,7 @@ class VJPTrace(Trace):
         needed = [p is not None for p in parents] if selective else None
         primal_out = out if primal_out is None else primal_out
         if not multiple:
-            if out.dtype.kind != "f":   # integers and booleans carry no derivative
+            if out.dtype.kind not in "fc":   # integers and booleans carry no derivative
                 return primal_out
             t = _tracer(self, out, primal_out, rule, params, args, parents, needed)
             self.tape.append(t)
@@ -113,7 +113,7 @@ class VJPTrace(Trace):
         node = Node(rule, params, args, out, parents, True, needed)
         self.tape.append(node)
         return [_tracer(self, o, p, None, None, None, None, None, node, i)
-                if o.dtype.kind == "f" else p
+                if o.dtype.kind in "fc" else p
                 for i, (o, p) in enumerate(zip(out, primal_out))]
 
     def new_input(self, value):
@@ -167,7 +167,7 @@ class VJPTrace(Trace):
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         dtype = out.dtype
-        if dtype.kind != "f":
+        if dtype.kind not in "fc":
             return wrap(out)
         # _tracer(), inlined
         t = _new(VJPTracer)
@@ -249,7 +249,7 @@ def _trace_forward(fun, primals, has_aux, transform):
     """Run fun under a new tape. Returns what the pullback needs and the outputs."""
     flat_in, tree_in = tree_flatten(primals)
     trace = VJPTrace(current_trace())
-    flat_in = [x if type(x) is Array and x._value.dtype.kind == "f"
+    flat_in = [x if type(x) is Array and x._value.dtype.kind in "fc"
                else check_float_input(x, transform, f"input {i}") for i, x in enumerate(flat_in)]
     inputs = [trace.new_input(x) for x in flat_in]
     try:
@@ -300,10 +300,11 @@ def _user_cotangent(c, out, i):
     """The user's cotangent for output i. It must have the output's dtype, as in JAX:
     a float64 or integer cotangent would otherwise make a float64 gradient for float32
     inputs. A Python scalar is weakly typed and takes the output's dtype."""
-    if isinstance(c, (bool, int, float)) and out.dtype.kind == "f":
+    if isinstance(c, (bool, int, float, complex)) and out.dtype.kind in "fc" and not (
+            isinstance(c, complex) and out.dtype.kind == "f"):
         return Array(np.asarray(c, out.dtype))
     c = as_value(c, f"cotangent {i}")
-    if out.dtype.kind == "f" and c.dtype != out.dtype:
+    if out.dtype.kind in "fc" and c.dtype != out.dtype:
         raise DTypeError(f"vjp: cotangent {i} has dtype {c.dtype} but the output it pulls "
                          f"back has dtype {out.dtype} (shape {tuple(out.shape)}); pass a "
                          f"cotangent of dtype {out.dtype}, e.g. with .astype")
@@ -325,12 +326,15 @@ def _primal(trace, x):
 _ONES = {}     # read-only unit cotangents, one per dtype
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
-    """fun's value and its gradient with respect to the arguments named by argnums."""
-    return _value_and_grad(fun, argnums, has_aux, "value_and_grad")
+def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """fun's value and its gradient with respect to the arguments named by argnums.
+    For complex inputs and a real output the gradient is the cotangent JAX gives,
+    conj(df/dz) + ... (grad(abs(z)**2) is 2 conj(z)); holomorphic=True takes complex
+    inputs to a complex output and gives f'(z)."""
+    return _value_and_grad(fun, argnums, has_aux, "value_and_grad", holomorphic)
 
 
-def _value_and_grad(fun, argnums, has_aux, name):
+def _value_and_grad(fun, argnums, has_aux, name, holomorphic=False):
     single, spec = check_argnums(argnums, name)
     resolved = {}       # number of arguments -> argnums as non-negative positions
 
@@ -348,10 +352,12 @@ def _value_and_grad(fun, argnums, has_aux, name):
                     full[i] = d
                 return fun(*full, **kwargs)
 
+        diff_args = args if restricted is fun else tuple(args[i] for i in nums)
+        if holomorphic:
+            _check_complex_inputs(diff_args, name)
         trace, flat_in, tree_in, inputs, flat_out, tree_out, aux = _trace_forward(
-            restricted, args if restricted is fun else tuple(args[i] for i in nums),
-            has_aux, name)
-        out_leaf = _check_scalar_output(flat_out)
+            restricted, diff_args, has_aux, name)
+        out_leaf = _check_scalar_output(flat_out, name, holomorphic)
         seed = _ONES.get(out_leaf.dtype)
         if seed is None:
             seed = _ONES[out_leaf.dtype] = np.ones((), out_leaf.dtype)
@@ -367,9 +373,10 @@ def _value_and_grad(fun, argnums, has_aux, name):
     return value_and_grad_fun
 
 
-def grad(fun, argnums=0, has_aux=False):
-    """The gradient of scalar-valued fun with respect to the arguments named by argnums."""
-    vg = _value_and_grad(fun, argnums, has_aux, "grad")
+def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+    """The gradient of scalar-valued fun with respect to the arguments named by argnums
+    (holomorphic: see value_and_grad)."""
+    vg = _value_and_grad(fun, argnums, has_aux, "grad", holomorphic)
 
     def grad_fun(*args, **kwargs):
         value, g = vg(*args, **kwargs)
@@ -379,7 +386,17 @@ def grad(fun, argnums=0, has_aux=False):
     return grad_fun
 
 
-def _check_scalar_output(leaves):
+def _check_complex_inputs(args, name):
+    for i, x in enumerate(tree_flatten(args)[0]):
+        dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
+        if dtype.kind != "c":
+            raise GradientError(
+                f"{name} with holomorphic=True requires inputs with complex dtype, but "
+                f"input {i} has dtype {dtype}; convert it with .astype(complex64) or "
+                f"differentiate a real function without holomorphic=True")
+
+
+def _check_scalar_output(leaves, name="grad", holomorphic=False):
     if len(leaves) != 1:
         raise GradientError(f"grad requires a function with one scalar output, got a "
                             f"pytree with {len(leaves)} leaves; use vjp or jacrev")
@@ -388,7 +405,16 @@ def _check_scalar_output(leaves):
     if shape != ():
         raise GradientError(f"grad requires a scalar output, got an output of shape "
                             f"{shape}; reduce it (e.g. .sum()) or use vjp/jacrev")
-    if leaf.dtype.kind != "f":
+    if holomorphic:
+        if leaf.dtype.kind != "c":
+            raise GradientError(f"{name} with holomorphic=True requires a complex output, "
+                                f"got dtype {leaf.dtype}")
+    elif leaf.dtype.kind == "c":
+        raise GradientError(
+            f"{name} requires a real-valued output, got dtype {leaf.dtype}; for a "
+            f"holomorphic function pass holomorphic=True, otherwise differentiate a real "
+            f"part (real, abs) or use vjp directly")
+    elif leaf.dtype.kind != "f":
         raise GradientError(f"grad requires a floating-point output, got dtype {leaf.dtype}")
     return leaf
 

@@ -33,7 +33,7 @@ minimum_scalar = _device(_cpu.minimum_scalar.py_func)
 floor_divide_scalar = _device(_cpu.floor_divide_scalar.py_func)
 truncate_divide_scalar = _device(_cpu.truncate_divide_scalar.py_func)
 integer_power_scalar = _device(_cpu.integer_power_scalar.py_func)
-sign_scalar = _device(_cpu.sign_scalar.py_func)
+sign_scalar = _device(_cpu.sign_real.py_func)     # complex never reaches the GPU
 # NaN wins, as in numpy's maximum and minimum; the generated kernels' `max` and `min`.
 maximum, minimum = maximum_scalar, minimum_scalar
 

@@ -125,7 +125,7 @@ def _fmod_scalar(x, y):
 
 
 @numba.njit(cache=True)
-def sign_scalar(x):
+def sign_real(x):
     # numpy's sign: NaN stays NaN and both zeros give +0 (x - x); Numba's np.sign keeps
     # -0.0. x ** 0 is a 1 of x's own type, also for infinities.
     if x > 0:
@@ -133,6 +133,39 @@ def sign_scalar(x):
     if x < 0:
         return -(x ** 0)
     return x if x != x else x - x
+
+
+@numba.njit(cache=True)
+def sign_complex(z):
+    # numpy's complex sign: z / |z|, 0 at 0; an infinite part gives its direction (NaN
+    # in the other part notwithstanding), two infinite parts give NaN.
+    re, im = z.real, z.imag
+    re_inf, im_inf = abs(re) == np.inf, abs(im) == np.inf
+    if re_inf and im_inf:
+        return z - z
+    if re_inf:
+        return z * 0 + (1 if re > 0 else -1)
+    if im_inf:
+        return z * 0 + (1j if im > 0 else -1j)
+    a = abs(z)
+    if a == 0:
+        return z - z
+    return z / a
+
+
+def sign_scalar(x):
+    """numpy's sign of one number, real or complex. Compiled code takes the overload
+    below; this runs on the cuda simulator."""
+    if isinstance(x, (complex, np.complexfloating)):
+        return sign_complex.py_func(x)
+    return sign_real.py_func(x)
+
+
+@overload(sign_scalar)
+def _sign_scalar(x):
+    if isinstance(x, types.Complex):
+        return lambda x: sign_complex(x)
+    return lambda x: sign_real(x)
 
 
 @numba.njit(cache=True)
@@ -214,6 +247,7 @@ def cbrt(x):
     """numpy's cbrt, float16 and float32 through float64: numpy's own float32 cbrt can
     be an ulp or two off (cbrt(-27) = -2.9999998 with SIMD), and cbrt_scalar is within
     half an ulp, so every mode rounds the same cube root."""
+    real_operands(x)
     if x.dtype == np.float64:
         return np.cbrt(x)
     return np.cbrt(x.astype(np.float64)).astype(x.dtype)
@@ -249,8 +283,18 @@ def integer_power(x, y):
     return np.where(negative, truncated, powers).astype(powers.dtype, copy=False)
 
 
+def real_operands(*xs):
+    """Refuse complex operands with a TypeError (the primitive then raises its
+    DTypeError naming them): kernels that numpy would run on complex numbers with
+    another meaning (a lexicographic order) or after dropping the imaginary part."""
+    for x in xs:
+        if x.dtype.kind == "c":
+            raise TypeError(f"complex operand of dtype {x.dtype}")
+
+
 def _widened(x):
     # Numba has no float16 arithmetic: compute in float32 and round back.
+    real_operands(x)
     return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
@@ -260,3 +304,25 @@ def logistic(x):
 
 def erf(x):
     return _erf(_widened(x)).astype(x.dtype, copy=False)
+
+
+def make_complex(re, im):
+    """re + i im of two float arrays (float32 -> complex64), exactly: the parts are
+    stored, never multiplied by i (inf * 1j would put NaN in the real part)."""
+    if re.dtype != im.dtype or re.dtype not in (np.float32, np.float64):
+        raise TypeError(f"complex parts of dtypes {re.dtype} and {im.dtype}")
+    dtype = np.complex64 if re.dtype == np.float32 else np.complex128
+    out = np.empty(np.broadcast_shapes(np.shape(re), np.shape(im)), dtype)
+    out.real = re
+    out.imag = im
+    return out
+
+
+def complex_only(impl):
+    """impl for complex operands only (lax.real, imag, conj); a real one is a TypeError,
+    which the primitive turns into its DTypeError."""
+    def run(x):
+        if x.dtype.kind != "c":
+            raise TypeError(f"real operand of dtype {x.dtype}")
+        return impl(x)
+    return run
