@@ -38,7 +38,11 @@ from .primitives.random_bits import random_bits, random_split, threefry2x32  # n
 
 __all__ = ["key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "threefry2x32",
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "permutation",
-           "choice", "categorical", "gumbel", "exponential"]
+           "choice", "categorical", "gumbel", "exponential", "clone", "laplace", "logistic",
+           "cauchy", "rademacher", "rayleigh", "maxwell", "double_sided_maxwell", "weibull_min",
+           "lognormal", "pareto", "wald", "triangular", "geometric", "gamma", "loggamma", "beta",
+           "dirichlet", "chisquare", "t", "f", "generalized_normal", "ball", "poisson",
+           "multinomial", "orthogonal", "multivariate_normal"]
 
 UINT32 = np.dtype(np.uint32)
 
@@ -497,3 +501,493 @@ def exponential(key, shape=(), dtype=None):
     key = _check_key("exponential", key)
     dtype = _float_dtype("exponential", dtype)
     return -_log(-_uniform(key, _shape("exponential", shape), dtype, 0.0, 1.0), jnp.log1p)
+
+
+# --------------------------------------------------------------------------- more distributions
+# Each is a transformation of uniform, normal or exponential draws with an exact
+# distribution (inverse CDFs, sums and ratios of gammas); the gamma and Poisson
+# samplers are rejection loops, run as one lax.while_loop over the whole array that
+# redraws only the values not yet accepted.
+
+_MAX_ROUNDS = 1000  # rejection rounds; each accepts a value with probability > 0.5
+
+
+def _open_uniform(key, shape, dtype):
+    """Uniform in (0, 1): the smallest normal number instead of 0."""
+    return _uniform(key, shape, dtype, float(np.finfo(dtype).tiny), 1.0)
+
+
+def _param_shape(name, shape, *params):
+    joint = np.broadcast_shapes(*(tuple(p.shape) for p in params))
+    return joint if shape is None else _shape(name, shape, joint)
+
+
+def _compute_dtype(dtype):
+    # float16 draws are made in float32, then rounded
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
+
+
+def clone(key):
+    """The same key: fnad keys are values, never consumed, so a clone is the key."""
+    return _check_key("clone", key)
+
+
+def laplace(key, shape=(), dtype=None):
+    """Standard Laplace values (density exp(-|x|) / 2): inverse CDF of a uniform."""
+    key = _check_key("laplace", key)
+    dtype = _float_dtype("laplace", dtype)
+    u = _uniform(key, _shape("laplace", shape), dtype,
+                 float(np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))), 1.0)
+    return jnp.sign(u) * -_log(-jnp.abs(u), jnp.log1p)
+
+
+def logistic(key, shape=(), dtype=None):
+    """Standard logistic values: log(u / (1 - u))."""
+    key = _check_key("logistic", key)
+    dtype = _float_dtype("logistic", dtype)
+    u = _open_uniform(key, _shape("logistic", shape), dtype)
+    return _log(u) - _log(-u, jnp.log1p)
+
+
+def cauchy(key, shape=(), dtype=None):
+    """Standard Cauchy values: tan(pi (u - 1/2))."""
+    key = _check_key("cauchy", key)
+    dtype = _float_dtype("cauchy", dtype)
+    u = _uniform(key, _shape("cauchy", shape), dtype, float(np.finfo(dtype).eps), 1.0)
+    return jnp.tan(np.array(math.pi, dtype) * (u - np.array(0.5, dtype)))
+
+
+def rademacher(key, shape=(), dtype=None):
+    """-1 or +1 with equal probability (integers)."""
+    key = _check_key("rademacher", key)
+    dtype = np.dtype(dtypes.default_int() if dtype is None else dtype)
+    heads = bernoulli(key, 0.5, _shape("rademacher", shape))
+    return jnp.astype(2 * jnp.astype(heads, dtype) - 1, dtype)
+
+
+def rayleigh(key, scale, shape=None, dtype=None):
+    """Rayleigh values: scale * sqrt(2 E), E standard exponential."""
+    key = _check_key("rayleigh", key)
+    dtype = _float_dtype("rayleigh", dtype)
+    scale = _as(scale, dtype)
+    shape = _param_shape("rayleigh", shape, scale)
+    return jnp.sqrt(2 * exponential(key, shape, dtype)) * scale
+
+
+def maxwell(key, shape=(), dtype=None):
+    """Maxwell values: the length of a standard normal vector in three dimensions."""
+    key = _check_key("maxwell", key)
+    dtype = _float_dtype("maxwell", dtype)
+    shape = _shape("maxwell", shape)
+    return jnp.sqrt(jnp.sum(jnp.square(normal(key, shape + (3,), dtype)), axis=-1))
+
+
+def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+    """loc + scale * (a Maxwell value with a random sign)."""
+    key = _check_key("double_sided_maxwell", key)
+    dtype = _float_dtype("double_sided_maxwell", dtype)
+    loc, scale = _as(loc, dtype), _as(scale, dtype)
+    shape = _shape("double_sided_maxwell", shape, tuple(loc.shape), tuple(scale.shape))
+    k1, k2 = random_split(key, (2,))
+    sign = jnp.astype(rademacher(k2, shape), dtype)
+    return maxwell(k1, shape, dtype) * sign * scale + loc
+
+
+def weibull_min(key, scale, concentration, shape=(), dtype=None):
+    """Weibull values: scale * E ** (1 / concentration), E standard exponential."""
+    key = _check_key("weibull_min", key)
+    dtype = _float_dtype("weibull_min", dtype)
+    scale, conc = _as(scale, dtype), _as(concentration, dtype)
+    shape = _shape("weibull_min", shape, tuple(scale.shape), tuple(conc.shape))
+    return scale * exponential(key, shape, dtype) ** (1 / conc)
+
+
+def lognormal(key, sigma=1.0, shape=None, dtype=None):
+    """exp(sigma * N), N standard normal."""
+    key = _check_key("lognormal", key)
+    dtype = _float_dtype("lognormal", dtype)
+    sigma = _as(sigma, dtype)
+    shape = _param_shape("lognormal", shape, sigma)
+    return jnp.exp(normal(key, shape, dtype) * sigma)
+
+
+def pareto(key, b, shape=None, dtype=None):
+    """Pareto values on [1, inf) with shape b: exp(E / b)."""
+    key = _check_key("pareto", key)
+    dtype = _float_dtype("pareto", dtype)
+    b = _as(b, dtype)
+    shape = _param_shape("pareto", shape, b)
+    return jnp.exp(exponential(key, shape, dtype) / b)
+
+
+def wald(key, mean, shape=None, dtype=None):
+    """Wald (inverse Gaussian, scale 1) values: Michael, Schucany and Haas's method,
+    one normal and one uniform per value."""
+    key = _check_key("wald", key)
+    dtype = _float_dtype("wald", dtype)
+    mean = _as(mean, dtype)
+    shape = _param_shape("wald", shape, mean)
+    k1, k2 = random_split(key, (2,))
+    y = jnp.square(normal(k1, shape, dtype))
+    my = mean * y
+    x = mean + mean * my / 2 - mean / 2 * jnp.sqrt(4 * my + jnp.square(my))
+    u = _uniform(k2, shape, dtype, 0.0, 1.0)
+    return jnp.where(u <= mean / (mean + x), x, jnp.square(mean) / x)
+
+
+def triangular(key, left, mode, right, shape=None, dtype=None):
+    """Triangular values on [left, right] peaking at mode: inverse CDF of a uniform."""
+    key = _check_key("triangular", key)
+    dtype = _float_dtype("triangular", dtype)
+    left, mode, right = (_as(p, dtype) for p in (left, mode, right))
+    shape = _param_shape("triangular", shape, left, mode, right)
+    u = _uniform(key, shape, dtype, 0.0, 1.0)
+    width = right - left
+    below = left + jnp.sqrt(u * width * (mode - left))
+    above = right - jnp.sqrt((1 - u) * width * (right - mode))
+    return jnp.where(u < (mode - left) / width, below, above)
+
+
+def geometric(key, p, shape=None, dtype=None):
+    """The number of Bernoulli(p) trials up to and including the first success
+    (1, 2, ...): 1 + floor(log(u) / log(1 - p))."""
+    key = _check_key("geometric", key)
+    dtype = np.dtype(dtypes.default_int() if dtype is None else dtype)
+    p = p if isinstance(p, (Array, Tracer)) else jnp.asarray(p)
+    if p.dtype.kind != "f":
+        p = jnp.astype(p, dtypes.default_float())
+    shape = _param_shape("geometric", shape, p)
+    u = _open_uniform(key, shape, p.dtype)
+    return jnp.astype(jnp.floor(_log(u) / _log(-p, jnp.log1p)) + 1, dtype)
+
+
+# --------------------------------------------------------------------------- gamma and friends
+
+def _marsaglia_tsang(key, alpha, shape, dtype):
+    """Gamma(alpha) draws for alpha >= 1 (Marsaglia & Tsang, 2000): d v with
+    d = alpha - 1/3 and v = (1 + c x)^3 for a normal x, accepted when
+    log u < x^2 / 2 + d - d v + d log v."""
+    d = alpha - np.array(1 / 3, dtype)
+    c = 1 / jnp.sqrt(9 * d)
+
+    def cond(state):
+        _, rounds, _, done = state
+        return (rounds < _MAX_ROUNDS) & ~jnp.all(done)
+
+    def body(state):
+        k, rounds, v, done = state
+        keys = random_split(k, (3,))
+        x = normal(keys[1], shape, dtype)
+        u = _uniform(keys[2], shape, dtype, 0.0, 1.0)
+        cube = (1 + c * x) ** 3
+        positive = cube > 0
+        safe = jnp.where(positive, cube, 1)
+        accept = positive & (_log(u) < 0.5 * jnp.square(x) + d - d * safe + d * _log(safe))
+        return keys[0], rounds + 1, jnp.where(accept & ~done, safe, v), done | accept
+
+    start = (key, jnp.zeros((), np.int32), jnp.ones(shape, dtype), jnp.isnan(d))
+    _, _, v, _ = lax.while_loop(cond, body, start)
+    return d * v
+
+
+def _log_gamma_draw(key, a, shape, dtype):
+    """(log of a Gamma(a) draw, the draw): a < 1 is boosted to a + 1 and scaled by
+    u ** (1 / a) (done in logs, so tiny a loses nothing to underflow)."""
+    k1, k2 = random_split(key, (2,))
+    small = a < 1
+    boosted = jnp.where(small | jnp.isnan(a), a + 1, a)
+    g = _marsaglia_tsang(k1, jnp.where(a > 0, boosted, 1.0), shape, dtype)
+    log_u = _log(_open_uniform(k2, shape, dtype))
+    log_g = _log(g) + jnp.where(small & (a > 0), log_u / jnp.where(a > 0, a, 1), 0.0)
+    invalid = ~(a >= 0)
+    log_g = jnp.where(invalid, np.nan, jnp.where(a == 0, -np.inf, log_g))
+    return log_g, g
+
+
+def _gamma_args(name, key, a, shape, dtype):
+    key = _check_key(name, key)
+    dtype = _float_dtype(name, dtype)
+    a = _as(a, _compute_dtype(dtype))
+    shape = _param_shape(name, shape, a)
+    return key, jnp.broadcast_to(a, shape), shape, dtype
+
+
+def gamma(key, a, shape=None, dtype=None):
+    """Gamma(a, 1) values (0 for a = 0, NaN for a < 0). Not differentiable in a: grad
+    through it raises (the rejection loop is a while_loop)."""
+    key, a, shape, dtype = _gamma_args("gamma", key, a, shape, dtype)
+    compute = _compute_dtype(dtype)
+    log_g, g = _log_gamma_draw(key, a, shape, compute)
+    return jnp.astype(jnp.where(a >= 1, g, jnp.exp(log_g)), dtype)
+
+
+def loggamma(key, a, shape=None, dtype=None):
+    """log of Gamma(a, 1) values, accurate where the values themselves underflow
+    (a << 1)."""
+    key, a, shape, dtype = _gamma_args("loggamma", key, a, shape, dtype)
+    return jnp.astype(_log_gamma_draw(key, a, shape, _compute_dtype(dtype))[0], dtype)
+
+
+def beta(key, a, b, shape=None, dtype=None):
+    """Beta(a, b) values: X / (X + Y) for X ~ Gamma(a), Y ~ Gamma(b), formed from
+    their logs so that small a and b give no 0 / 0."""
+    key = _check_key("beta", key)
+    dtype = _float_dtype("beta", dtype)
+    compute = _compute_dtype(dtype)
+    a, b = _as(a, compute), _as(b, compute)
+    shape = _param_shape("beta", shape, a, b)
+    ka, kb = random_split(key, (2,))
+    log_x = loggamma(ka, jnp.broadcast_to(a, shape), shape, compute)
+    log_y = loggamma(kb, jnp.broadcast_to(b, shape), shape, compute)
+    top = jnp.maximum(log_x, log_y)
+    x, y = jnp.exp(log_x - top), jnp.exp(log_y - top)
+    return jnp.astype(x / (x + y), dtype)
+
+
+def dirichlet(key, alpha, shape=None, dtype=None):
+    """Dirichlet(alpha) vectors along the last axis: normalized gammas (a softmax of
+    log-gammas). `shape` is the batch shape; the result has alpha's last axis after it."""
+    key = _check_key("dirichlet", key)
+    dtype = _float_dtype("dirichlet", dtype)
+    compute = _compute_dtype(dtype)
+    alpha = _as(alpha, compute)
+    if alpha.ndim < 1:
+        raise ShapeError(f"dirichlet: alpha must have at least one axis (the categories), "
+                         f"got shape {tuple(alpha.shape)}")
+    batch = tuple(alpha.shape[:-1]) if shape is None else \
+        _shape("dirichlet", shape, tuple(alpha.shape[:-1]))
+    full = batch + tuple(alpha.shape[-1:])
+    log_g = loggamma(key, jnp.broadcast_to(alpha, full), full, compute)
+    log_g = log_g - jnp.max(log_g, axis=-1, keepdims=True)
+    g = jnp.exp(log_g)
+    return jnp.astype(g / jnp.sum(g, axis=-1, keepdims=True), dtype)
+
+
+def chisquare(key, df, shape=None, dtype=None):
+    """Chi-squared values with df degrees of freedom: 2 Gamma(df / 2)."""
+    key, df, shape, dtype = _gamma_args("chisquare", key, df, shape, dtype)
+    return jnp.astype(2 * gamma(key, df / 2, shape, _compute_dtype(dtype)), dtype)
+
+
+def t(key, df, shape=None, dtype=None):
+    """Student's t values: N / sqrt(chi2(df) / df)."""
+    key, df, shape, dtype = _gamma_args("t", key, df, shape, dtype)
+    compute = _compute_dtype(dtype)
+    k1, k2 = random_split(key, (2,))
+    n = normal(k1, shape, compute)
+    half = gamma(k2, df / 2, shape, compute)
+    return jnp.astype(n * jnp.sqrt(df / (2 * half)), dtype)
+
+
+def f(key, dfnum, dfden, shape=None, dtype=None):
+    """F values: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden)."""
+    key = _check_key("f", key)
+    dtype = _float_dtype("f", dtype)
+    compute = _compute_dtype(dtype)
+    dfnum, dfden = _as(dfnum, compute), _as(dfden, compute)
+    shape = _param_shape("f", shape, dfnum, dfden)
+    k1, k2 = random_split(key, (2,))
+    num = gamma(k1, jnp.broadcast_to(dfnum / 2, shape), shape, compute) / dfnum
+    den = gamma(k2, jnp.broadcast_to(dfden / 2, shape), shape, compute) / dfden
+    return jnp.astype(num / den, dtype)
+
+
+def generalized_normal(key, p, shape=(), dtype=None):
+    """Values with density proportional to exp(-|x| ** p): a random sign times
+    Gamma(1 / p) ** (1 / p)."""
+    key = _check_key("generalized_normal", key)
+    dtype = _float_dtype("generalized_normal", dtype)
+    shape = _shape("generalized_normal", shape)
+    k1, k2 = random_split(key, (2,))
+    g = gamma(k1, jnp.full(shape, 1 / p, _compute_dtype(dtype)), shape, dtype)
+    return jnp.astype(rademacher(k2, shape), dtype) * g ** (1 / p)
+
+
+def ball(key, d, p=2, shape=(), dtype=None):
+    """Points uniform in the d-dimensional unit p-norm ball (Barthe et al., 2005):
+    g / (|g|_p^p + E) ** (1 / p) for generalized-normal g and exponential E."""
+    key = _check_key("ball", key)
+    dtype = _float_dtype("ball", dtype)
+    shape = _shape("ball", shape)
+    if not isinstance(d, (int, np.integer)) or d < 1:
+        raise ValueError(f"ball: the dimension d must be a positive int, got {d!r}")
+    k1, k2 = random_split(key, (2,))
+    g = generalized_normal(k1, p, shape + (int(d),), dtype)
+    e = exponential(k2, shape, dtype)
+    radius = (jnp.sum(jnp.abs(g) ** p, axis=-1) + e) ** (1 / p)
+    return g / jnp.expand_dims(radius, -1)
+
+
+# --------------------------------------------------------------------------- counts
+
+def _log_factorial(k):
+    """log(k!) for k >= 0 (float64): Stirling's series at k + 9, shifted back down
+    by the product (k + 1)...(k + 8); its error is below 1e-11."""
+    z = k + 9
+    series = ((z - 0.5) * jnp.log(z) - z + 0.5 * math.log(2 * math.pi)
+              + 1 / (12 * z) - 1 / (360 * z ** 3) + 1 / (1260 * z ** 5))
+    shift = jnp.log((k + 1) * (k + 2) * (k + 3) * (k + 4)) + \
+        jnp.log((k + 5) * (k + 6) * (k + 7) * (k + 8))
+    return series - shift
+
+
+def _rejection_loop(key, shape, start_value, propose):
+    """Redraw the values not yet accepted: propose(key) -> (values, accepted)."""
+    def cond(state):
+        return (state[1] < _MAX_ROUNDS * 10) & ~jnp.all(state[3])
+
+    def body(state):
+        k, rounds, value, done = state
+        keys = random_split(k, (2,))
+        proposal, accept = propose(keys[1])
+        return keys[0], rounds + 1, jnp.where(accept & ~done, proposal, value), done | accept
+    start = (key, jnp.zeros((), np.int32), start_value, jnp.zeros(shape, bool))
+    return lax.while_loop(cond, body, start)[2]
+
+
+def _poisson_small(key, lam, shape):
+    """Knuth's method in logs: count uniforms until their log-sum drops below -lam."""
+    def cond(state):
+        return (state[1] < _MAX_ROUNDS * 10) & ~jnp.all(state[4])
+
+    def body(state):
+        k, rounds, count, total, done = state
+        keys = random_split(k, (2,))
+        total = total + jnp.where(done, 0.0, jnp.log(_open_uniform(keys[1], shape,
+                                                                   np.dtype(np.float64))))
+        now_done = done | (total < -lam)
+        return keys[0], rounds + 1, count + jnp.where(done, 0, 1), total, now_done
+    start = (key, jnp.zeros((), np.int32), jnp.zeros(shape, np.float64),
+             jnp.zeros(shape, np.float64), jnp.zeros(shape, bool))
+    return lax.while_loop(cond, body, start)[2] - 1
+
+
+def _poisson_large(key, lam, shape):
+    """Hormann's transformed rejection with squeeze (PTRS, 1993), for lam >= 10."""
+    f64 = np.dtype(np.float64)
+    b = 0.931 + 2.53 * jnp.sqrt(lam)
+    a = -0.059 + 0.02483 * b
+    inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
+    v_r = 0.9277 - 3.6224 / (b - 2)
+
+    def propose(k):
+        k1, k2 = random_split(k, (2,))
+        u = _uniform(k1, shape, f64, 0.0, 1.0) - 0.5
+        v = _open_uniform(k2, shape, f64)
+        us = 0.5 - jnp.abs(u)
+        n = jnp.floor((2 * a / us + b) * u + lam + 0.43)
+        quick = (us >= 0.07) & (v <= v_r)
+        bad = (n < 0) | ((us < 0.013) & (v > us))
+        safe_n = jnp.maximum(n, 0)
+        log_ratio = jnp.log(v * inv_alpha / (a / jnp.square(us) + b))
+        slow = log_ratio <= -lam + safe_n * jnp.log(lam) - _log_factorial(safe_n)
+        return n, quick | (~bad & slow)
+    return _rejection_loop(key, shape, jnp.zeros(shape, f64), propose)
+
+
+def poisson(key, lam, shape=None, dtype=None):
+    """Poisson(lam) counts: Knuth's method below lam = 10, Hormann's PTRS above
+    (computed in float64); -1 where lam is negative or NaN."""
+    key = _check_key("poisson", key)
+    dtype = np.dtype(dtypes.default_int() if dtype is None else dtype)
+    if dtype.kind not in "iu":
+        raise DTypeError(f"poisson: dtype must be an integer dtype, got {dtype}")
+    lam = _as(lam, np.float64)
+    shape = _param_shape("poisson", shape, lam)
+    lam = jnp.broadcast_to(lam, shape)
+    valid = lam >= 0
+    small = valid & (lam < 10)
+    k1, k2 = random_split(key, (2,))
+    few = _poisson_small(k1, jnp.where(small, lam, 0.0), shape)
+    many = _poisson_large(k2, jnp.where(small | ~valid, 1e5, lam), shape)
+    counts = jnp.where(small, few, many)
+    return jnp.astype(jnp.where(valid, counts, -1), dtype)
+
+
+def multinomial(key, n, p, *, shape=None, dtype=None):
+    """Counts of n draws among len(p) categories (probabilities p along the last axis).
+    n must be concrete (a number or an array of numbers, not traced): max(n) categorical
+    draws are made per count vector and those past its own n are not counted."""
+    key = _check_key("multinomial", key)
+    dtype = _float_dtype("multinomial", dtype)
+    p = _as(p, dtype)
+    if isinstance(n, Tracer):
+        raise DTypeError("multinomial: n must be concrete (not traced under jit or vmap); "
+                         "pass it as a static argument")
+    n = np.asarray(n)
+    if p.ndim < 1:
+        raise ShapeError(f"multinomial: p must have a categories axis, got shape "
+                         f"{tuple(p.shape)}")
+    full = np.broadcast_shapes(tuple(n.shape) + tuple(p.shape[-1:]), tuple(p.shape))
+    full = full if shape is None else _shape("multinomial", shape, full)
+    batch, classes = full[:-1], full[-1]
+    draws = int(n.max()) if n.size else 0
+    logits = jnp.broadcast_to(_log(p), full)
+    picks = categorical(key, logits, axis=-1, shape=(draws,) + batch)
+    counted = jnp.reshape(jnp.arange(draws), (draws,) + (1,) * len(batch)) < \
+        jnp.broadcast_to(jnp.asarray(n), batch)
+    hits = jnp.expand_dims(picks, -1) == jnp.arange(classes)
+    return jnp.astype(jnp.sum(hits & jnp.expand_dims(counted, -1), axis=0), dtype)
+
+
+# --------------------------------------------------------------------------- matrices
+
+def _householder_q(a):
+    """The Q (n x m, n >= m) of a QR factorization of a batch of matrices a, with the
+    signs chosen so that diag(R) > 0: a Gaussian a gives a Haar-distributed Q. One
+    Householder reflection per column, applied as rank-one updates."""
+    n, m = a.shape[-2], a.shape[-1]
+    rows = jnp.arange(n)
+    r = a
+    q = jnp.broadcast_to(jnp.eye(n, m, dtype=a.dtype), tuple(a.shape[:-2]) + (n, m))
+    reflectors, signs = [], []
+    for j in range(m):
+        x = jnp.where(rows >= j, r[..., :, j], 0)
+        head = r[..., j, j]
+        sign = jnp.where(head >= 0, 1.0, -1.0)
+        alpha = -sign * jnp.sqrt(jnp.sum(jnp.square(x), axis=-1))
+        v = x - jnp.expand_dims(alpha, -1) * (rows == j)
+        w = v / jnp.sqrt(jnp.sum(jnp.square(v), axis=-1, keepdims=True))
+        r = r - 2 * w[..., :, None] * jnp.matmul(w[..., None, :], r)
+        reflectors.append(w)
+        signs.append(-sign)     # diag(R)[j] = alpha = -sign |x|
+    # Q = H_0 H_1 ... H_{m-1} applied to the first m columns of the identity
+    for w in reversed(reflectors):
+        q = q - 2 * w[..., :, None] * jnp.matmul(w[..., None, :], q)
+    return q * jnp.stack(signs, axis=-1)[..., None, :]
+
+
+def orthogonal(key, n, shape=(), dtype=None, m=None):
+    """Uniformly random (Haar) matrices of shape (*shape, n, m) (m = n by default)
+    with orthonormal columns, or orthonormal rows when n < m."""
+    key = _check_key("orthogonal", key)
+    dtype = _float_dtype("orthogonal", dtype)
+    shape = _shape("orthogonal", shape)
+    m = n if m is None else m
+    tall, wide = max(n, m), min(n, m)
+    q = _householder_q(normal(key, shape + (tall, wide), dtype))
+    return jnp.swapaxes(q, -1, -2) if n < m else q
+
+
+def orthogonal_columns(key, n, m, dtype=None):
+    """An n x m (n >= m) matrix with Haar-random orthonormal columns."""
+    return orthogonal(key, n, (), dtype, m)
+
+
+def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+    """Normal vectors with the given mean (..., d) and covariance (..., d, d):
+    mean + L z with cov = L L^T (Cholesky; cov must be positive definite)."""
+    key = _check_key("multivariate_normal", key)
+    dtype = _float_dtype("multivariate_normal", dtype)
+    if method != "cholesky":
+        raise ValueError(f"multivariate_normal: method {method!r} is not available; fnad "
+                         f"factors the covariance with method='cholesky'")
+    mean, cov = _as(mean, dtype), _as(cov, dtype)
+    if mean.ndim < 1 or cov.ndim < 2 or tuple(cov.shape[-2:]) != (mean.shape[-1],) * 2:
+        raise ShapeError(f"multivariate_normal: mean must be (..., d) and cov (..., d, d), "
+                         f"got shapes {tuple(mean.shape)} and {tuple(cov.shape)}")
+    batch = np.broadcast_shapes(tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
+    batch = batch if shape is None else _shape("multivariate_normal", shape, batch)
+    factor = jnp.linalg.cholesky(cov)
+    z = normal(key, batch + tuple(mean.shape[-1:]), dtype)
+    return mean + jnp.squeeze(jnp.matmul(factor, z[..., None]), -1)

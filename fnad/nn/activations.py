@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import numpy as fnp
 from ..numpy._core import promote_inexact, as_operand
+from ..errors import ShapeError
 # softmax and log_softmax are scipy.special's (their owner), as in JAX both namespaces
 # have them.
 from ..scipy.special import erf, expit, log_softmax, logsumexp as _logsumexp, softmax  # noqa: F401
@@ -101,3 +102,87 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
     if variance is None:
         variance = fnp.mean(fnp.square(x - mean), axis=axis, keepdims=True)
     return (x - mean) * fnp.rsqrt(variance + epsilon)
+
+
+def identity(x):
+    return as_operand(x)
+
+
+def tanh(x):
+    return fnp.tanh(x)
+
+
+def hard_sigmoid(x):
+    """relu6(x + 3) / 6: a piecewise-linear sigmoid."""
+    x, = promote_inexact(x)
+    return relu6(x + 3) / 6
+
+
+def hard_silu(x):
+    x, = promote_inexact(x)
+    return x * hard_sigmoid(x)
+
+
+hard_swish = hard_silu
+
+
+def mish(x):
+    """x tanh(softplus(x)) (Misra, 2019)."""
+    x, = promote_inexact(x)
+    return x * fnp.tanh(softplus(x))
+
+
+def soft_sign(x):
+    x, = promote_inexact(x)
+    return x / (fnp.abs(x) + 1)
+
+
+def squareplus(x, b=4):
+    """(x + sqrt(x^2 + b)) / 2 (So, 2021): a smooth relu from square roots alone."""
+    x, = promote_inexact(x)
+    return (x + fnp.sqrt(fnp.square(x) + b)) / 2
+
+
+def sparse_plus(x):
+    """0 below -1, x above 1, (x + 1)^2 / 4 between: a softplus that is exactly 0 and
+    exactly linear outside [-1, 1]."""
+    x, = promote_inexact(x)
+    return fnp.where(x <= -1, 0.0, fnp.where(x >= 1, x, fnp.square(x + 1) / 4))
+
+
+def sparse_sigmoid(x):
+    """The derivative of sparse_plus: (x + 1) / 2 clipped to [0, 1]."""
+    x, = promote_inexact(x)
+    return 0.5 * fnp.clip(x + 1.0, 0.0, 2.0)
+
+
+def glu(x, axis=-1):
+    """Gated linear unit: the first half along axis times the sigmoid of the second."""
+    x = as_operand(x)
+    if x.shape[axis] % 2:
+        raise ShapeError(f"glu: axis {axis} of the input (shape {tuple(x.shape)}) must "
+                         f"have an even size, to split into value and gate halves")
+    value, gate = fnp.split(x, 2, axis=axis)
+    return value * sigmoid(gate)
+
+
+def log1mexp(x):
+    """log(1 - exp(-x)) for x > 0, accurate at both ends (Maechler, 2012): log1p of
+    -exp(-x) for x above log 2, log of -expm1(-x) below."""
+    x, = promote_inexact(x)
+    big = x > math.log(2)
+    return fnp.where(big, fnp.log1p(-fnp.exp(-fnp.where(big, x, 1.0))),
+                     fnp.log(-fnp.expm1(-fnp.where(big, 1.0, x))))
+
+
+def logmeanexp(x, axis=None, where=None, keepdims=False):
+    """log(mean(exp(x))) over axis, without overflow; `where` masks entries out."""
+    x, = promote_inexact(x)
+    if where is None:
+        count = x.size if axis is None else math.prod(
+            x.shape[a] for a in ((axis,) if isinstance(axis, int) else axis))
+        return _logsumexp(x, axis=axis, keepdims=keepdims) - math.log(count)
+    where = fnp.broadcast_to(as_operand(where), x.shape)
+    masked = fnp.where(where, x, -np.inf)
+    count = fnp.sum(fnp.astype(where, x.dtype), axis=axis, keepdims=keepdims)
+    return _logsumexp(masked, axis=axis, keepdims=keepdims) - fnp.log(count)
