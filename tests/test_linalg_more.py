@@ -1,0 +1,436 @@
+"""The decompositions (svd, eigh, qr, lu) and what is built on them (pinv, lstsq,
+norms, cond, matrix_rank, fnad.scipy.linalg, expm): values against numpy (scipy and
+JAX when installed), derivatives against float64 central finite differences and
+hand-derived formulas, in eager, jit and vmap; degenerate derivatives as JAX gives
+them; and the errors."""
+import math
+
+import numpy as np
+import pytest
+
+import fnad
+import fnad.numpy as jnp
+import fnad.scipy.linalg as fsl
+from fnad.errors import ShapeError, DTypeError, GradientError
+from fnad.primitives import linalg as L
+from fnad.test_util import check_grads
+
+rng = np.random.default_rng(7)
+
+
+def spread(*shape):
+    """A matrix with well-separated singular values (and eigenvalues when symmetric
+    is taken), so the derivatives of the factors are well conditioned."""
+    m, n = shape[-2:]
+    k = min(m, n)
+    q1 = np.linalg.qr(rng.standard_normal(shape[:-2] + (m, m)))[0][..., :k]
+    q2 = np.linalg.qr(rng.standard_normal(shape[:-2] + (n, n)))[0][..., :k]
+    s = np.linspace(3.0, 1.0, k)
+    return (q1 * s) @ np.swapaxes(q2, -1, -2)
+
+
+def symmetric(*shape):
+    a = rng.standard_normal(shape)
+    return a + np.swapaxes(a, -1, -2)
+
+
+def reconstruct(u, s, vh):
+    return (np.asarray(u) * np.asarray(s)[..., None, :]) @ np.asarray(vh)
+
+
+# --------------------------------------------------------------------------- values
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 5), (2, 4, 3), (0, 3), (2, 0, 0)])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd_matches_numpy(shape, full_matrices):
+    a = rng.standard_normal(shape)
+    u, s, vh = jnp.linalg.svd(a, full_matrices=full_matrices)
+    nu, ns, nvh = np.linalg.svd(a, full_matrices=full_matrices)
+    assert u.shape == nu.shape and vh.shape == nvh.shape
+    np.testing.assert_allclose(s, ns, rtol=1e-12, atol=1e-14)
+    k = min(shape[-2:])
+    np.testing.assert_allclose(reconstruct(np.asarray(u)[..., :k], s, np.asarray(vh)[..., :k, :]),
+                               a, atol=1e-12)
+    np.testing.assert_allclose(jnp.linalg.svdvals(a), ns, rtol=1e-12, atol=1e-14)
+
+
+def test_hermitian_svd_matches_numpy():
+    a = symmetric(2, 4, 4)
+    u, s, vh = jnp.linalg.svd(a, hermitian=True)
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose(reconstruct(u, s, vh), a, atol=1e-12)
+    np.testing.assert_allclose(jnp.linalg.svd(a, compute_uv=False, hermitian=True), s)
+
+
+@pytest.mark.parametrize("uplo", ["L", "U"])
+def test_eigh_reads_one_triangle_and_matches_numpy(uplo):
+    a = rng.standard_normal((2, 4, 4))     # not symmetric: only one triangle counts
+    w, v = jnp.linalg.eigh(a, UPLO=uplo, symmetrize_input=False)
+    nw, nv = np.linalg.eigh(a, UPLO=uplo)
+    np.testing.assert_allclose(w, nw, rtol=1e-12)
+    np.testing.assert_allclose(np.abs(np.sum(np.asarray(v) * nv, axis=-2)), 1, rtol=1e-10)
+    np.testing.assert_allclose(jnp.linalg.eigvalsh(a, UPLO=uplo, symmetrize_input=False), nw,
+                               rtol=1e-12)
+    # symmetrized (JAX's default): the eigenvalues of (a + a^T) / 2
+    np.testing.assert_allclose(jnp.linalg.eigh(a).eigenvalues,
+                               np.linalg.eigvalsh((a + np.swapaxes(a, -1, -2)) / 2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (2, 3, 3)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr_matches_numpy(shape, mode):
+    a = rng.standard_normal(shape)
+    got = jnp.linalg.qr(a, mode=mode)
+    want = np.linalg.qr(a, mode=mode)
+    if mode == "r":
+        np.testing.assert_allclose(np.abs(got), np.abs(want), rtol=1e-10, atol=1e-12)
+        return
+    q, r = got
+    assert q.shape == want[0].shape and r.shape == want[1].shape
+    np.testing.assert_allclose(np.asarray(q) @ np.asarray(r), a, atol=1e-12)
+    np.testing.assert_allclose(np.abs(r), np.abs(want[1]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.triu(r), r)
+
+
+def test_lu_by_hand_and_against_scipy():
+    # Column 0's largest entry is in row 2 (swapped with row 0); elimination leaves
+    # rows [5, 0] and [2.5, 2.5], so row 1 keeps the pivot (5) and multiplier 0.5 goes
+    # below it: U = [[4, -2, 2], [0, 5, 0], [0, 0, 2.5]].
+    a = np.array([[1., 2., 3.], [2., 4., 1.], [4., -2., 2.]])
+    lu, piv, perm = fnad.lax.linalg.lu(jnp.asarray(a))
+    np.testing.assert_array_equal(piv, [2, 1, 2])
+    np.testing.assert_array_equal(perm, [2, 1, 0])
+    np.testing.assert_allclose(lu, [[4, -2, 2], [0.5, 5, 0], [0.25, 0.5, 2.5]], rtol=1e-15)
+    low = np.tril(np.asarray(lu), -1) + np.eye(3)
+    np.testing.assert_allclose(low @ np.triu(lu), a[np.asarray(perm)], atol=1e-14)
+    assert piv.dtype == np.int32 and perm.dtype == np.int32
+    np.testing.assert_array_equal(fnad.lax.linalg.lu_pivots_to_permutation(piv, 3), perm)
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    b = rng.standard_normal((2, 5, 3))
+    for x in (b, np.swapaxes(b, -1, -2)):
+        factors, pivots = fsl.lu_factor(x)
+        for i in range(2):
+            want_lu, want_piv = scipy_linalg.lu_factor(x[i])
+            np.testing.assert_allclose(factors[i], want_lu, rtol=1e-12)
+            np.testing.assert_array_equal(pivots[i], want_piv)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 3, 3)])
+def test_scipy_lu_reconstructs(shape):
+    a = rng.standard_normal(shape)
+    p, low, up = fsl.lu(a)
+    np.testing.assert_allclose(np.asarray(p) @ np.asarray(low) @ np.asarray(up), a, atol=1e-12)
+    pl, up2 = fsl.lu(a, permute_l=True)
+    np.testing.assert_allclose(np.asarray(pl) @ np.asarray(up2), a, atol=1e-12)
+    assert np.all(np.abs(np.tril(low, -1)) <= 1)     # partial pivoting bounds L
+
+
+def test_pinv_lstsq_rank_cond_norms_match_numpy():
+    a = rng.standard_normal((2, 4, 3))
+    np.testing.assert_allclose(jnp.linalg.pinv(a), np.linalg.pinv(a), rtol=1e-10)
+    low_rank = a[0] @ np.diag([1., 1., 0.]) @ rng.standard_normal((3, 3))
+    np.testing.assert_allclose(jnp.linalg.pinv(low_rank), np.linalg.pinv(low_rank),
+                               atol=1e-10)
+    assert int(jnp.linalg.matrix_rank(low_rank)) == 2
+    np.testing.assert_array_equal(jnp.linalg.matrix_rank(a), [3, 3])
+    assert int(jnp.linalg.matrix_rank(low_rank, tol=10.0)) == np.linalg.matrix_rank(
+        low_rank, tol=10.0)
+    b = rng.standard_normal((4, 2))
+    x, resid, rank, s = jnp.linalg.lstsq(a[0], b)
+    nx, nresid, nrank, ns = np.linalg.lstsq(a[0], b)
+    np.testing.assert_allclose(x, nx, rtol=1e-10)
+    np.testing.assert_allclose(resid, nresid, rtol=1e-10)
+    assert int(rank) == nrank
+    np.testing.assert_allclose(s, ns, rtol=1e-12)
+    x, resid, rank, _ = jnp.linalg.lstsq(low_rank, b[:, 0], numpy_resid=True)
+    nx, nresid, nrank, _ = np.linalg.lstsq(low_rank, b[:, 0])
+    np.testing.assert_allclose(x, nx, rtol=1e-8)
+    assert resid.shape == nresid.shape == (0,) and int(rank) == nrank == 2
+    sq = rng.standard_normal((3, 3))
+    for ord in (2, -2, "nuc", "fro", 1, -np.inf):
+        np.testing.assert_allclose(jnp.linalg.norm(a, ord, axis=(2, 1)),
+                                   np.linalg.norm(a, ord, axis=(2, 1)), rtol=1e-12)
+        np.testing.assert_allclose(jnp.linalg.cond(sq, ord), np.linalg.cond(sq, ord),
+                                   rtol=1e-10)
+    np.testing.assert_allclose(jnp.linalg.norm(a, 2, axis=(1, 2), keepdims=True),
+                               np.linalg.norm(a, 2, axis=(1, 2), keepdims=True))
+    assert math.isinf(float(jnp.linalg.cond(np.diag([1., 0.]))))
+
+
+def test_vector_diagonal_and_tensor_helpers_match_numpy():
+    x1, x2 = rng.standard_normal((2, 3)), rng.standard_normal(3)
+    np.testing.assert_allclose(jnp.linalg.cross(x1, x2), np.linalg.cross(x1, x2))
+    y1 = rng.standard_normal((3, 2))
+    np.testing.assert_allclose(jnp.linalg.cross(y1, y1[:, ::-1], axis=0),
+                               np.linalg.cross(y1, y1[:, ::-1], axis=0))
+    np.testing.assert_allclose(jnp.linalg.vecdot(x1, x2), np.linalg.vecdot(x1, x2))
+    t = rng.standard_normal((2, 3, 4))
+    for offset in (-1, 0, 2):
+        np.testing.assert_allclose(jnp.linalg.diagonal(t, offset=offset),
+                                   np.linalg.diagonal(t, offset=offset))
+        np.testing.assert_allclose(jnp.linalg.trace(t, offset=offset),
+                                   np.linalg.trace(t, offset=offset))
+    big = rng.standard_normal((4, 6, 8, 3))
+    np.testing.assert_allclose(jnp.linalg.tensorinv(big, ind=2), np.linalg.tensorinv(big, ind=2),
+                               rtol=1e-9)
+    a, b = rng.standard_normal((2, 3, 2, 3)), rng.standard_normal((2, 3))
+    np.testing.assert_allclose(jnp.linalg.tensorsolve(a, b), np.linalg.tensorsolve(a, b),
+                               rtol=1e-9)
+    a = rng.standard_normal((2, 6, 3))
+    np.testing.assert_allclose(jnp.linalg.tensorsolve(a, b.ravel(), axes=(0,)),
+                               np.linalg.tensorsolve(a, b.ravel(), axes=(0,)), rtol=1e-9)
+
+
+def test_scipy_solvers_by_definition():
+    a = rng.standard_normal((2, 4, 4))
+    spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    b, v = rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4))
+    for lower in (True, False):
+        c = np.asarray(fsl.cholesky(spd, lower=lower))
+        tri = np.tril if lower else np.triu
+        np.testing.assert_allclose(c, tri(c))
+        np.testing.assert_allclose(c @ np.swapaxes(c, -1, -2) if lower
+                                   else np.swapaxes(c, -1, -2) @ c, spd, atol=1e-12)
+        np.testing.assert_allclose(fsl.cho_solve(fsl.cho_factor(spd, lower=lower), b),
+                                   np.linalg.solve(spd, b), rtol=1e-10)
+        for trans, unit in ((0, False), ("T", True), (2, False)):
+            t = tri(a) if not unit else tri(a, -1 if lower else 1) + np.eye(4)
+            op = np.swapaxes(t, -1, -2) if trans else t
+            np.testing.assert_allclose(
+                fsl.solve_triangular(a, v, trans=trans, lower=lower, unit_diagonal=unit),
+                np.linalg.solve(op, v[..., None])[..., 0], rtol=1e-9)
+    lu_piv = fsl.lu_factor(a)
+    for trans in (0, 1):
+        op = np.swapaxes(a, -1, -2) if trans else a
+        np.testing.assert_allclose(fsl.lu_solve(lu_piv, b, trans=trans), np.linalg.solve(op, b),
+                                   rtol=1e-9)
+    np.testing.assert_allclose(fsl.solve(spd, v, assume_a="pos"),
+                               np.linalg.solve(spd, v[..., None])[..., 0], rtol=1e-10)
+    np.testing.assert_allclose(fsl.block_diag(np.ones((2, 2)), 3.0, np.arange(2.)),
+                               [[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [0, 0, 3, 0, 0],
+                                [0, 0, 0, 0, 1]])
+
+
+def _expm_reference(a):
+    """A Taylor series of a / 2^s, squared s times, summed in float64 until it stops
+    changing: slow, but independent of the Pade code under test."""
+    s = max(0, int(np.ceil(np.log2(max(np.abs(a).sum(0).max(), 1e-300) / 0.5))))
+    x = a / 2.0 ** s
+    term, out = np.eye(len(a)), np.eye(len(a))
+    for k in range(1, 40):
+        term = term @ x / k
+        out = out + term
+    for _ in range(s):
+        out = out @ out
+    return out
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.05, 1.0, 30.0])
+def test_expm_matches_a_taylor_series(scale):
+    a = rng.standard_normal((4, 4)) * scale
+    want = _expm_reference(a)
+    np.testing.assert_allclose(fsl.expm(a), want, rtol=1e-12 * max(1, scale), atol=1e-14)
+    np.testing.assert_allclose(fsl.expm(a.astype(np.float32)), want, rtol=2e-5 * max(1, scale))
+    # commuting blocks: exp of a diagonal is exp of its entries
+    d = np.diag([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(fsl.expm(d), np.diag(np.exp([1.0, -2.0, 0.5])), rtol=1e-14)
+
+
+def test_expm_gives_nan_beyond_max_squarings():
+    big = np.eye(2) * 1e6
+    assert np.isnan(np.asarray(fsl.expm(big, max_squarings=4))).all()
+
+
+# --------------------------------------------------------------------------- derivatives
+
+def svd_invariants(x):
+    """Functions of the SVD free of its sign choices."""
+    u, s, vh = jnp.linalg.svd(x, full_matrices=False)
+    return s, u @ vh, (u * s[..., None, :]) @ u.mT
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4), (2, 3, 2)])
+def test_svd_derivatives(shape):
+    a = spread(*shape)
+    check_grads(svd_invariants, (a,), 2, eps=1e-5)
+    # the factors themselves: LAPACK's signs are locally constant at a generic point
+    check_grads(lambda x: L.svd_p.bind(x, full_matrices=False, compute_uv=True), (a,), 1,
+                eps=1e-5)
+    check_grads(jnp.linalg.svdvals, (a,), 2)
+
+
+def test_eigh_derivatives():
+    a = symmetric(2, 3, 3)
+    check_grads(lambda x: tuple(jnp.linalg.eigh(x)), (a,), 2)
+    # the primitive reads one triangle: its derivative ignores the other
+    check_grads(lambda x: L.eigh_p.bind(x, lower=False), (rng.standard_normal((3, 3)),), 1)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 5), (2, 3, 2)])
+def test_qr_derivatives(shape):
+    a = spread(*shape)
+    check_grads(lambda x: tuple(jnp.linalg.qr(x)), (a,), 2)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4)])
+def test_lu_derivatives(shape):
+    a = rng.standard_normal(shape) + np.eye(*shape) * 3
+    check_grads(lambda x: fnad.lax.linalg.lu(x)[0], (a,), 2)
+    check_grads(lambda x: fsl.lu(x)[1:], (a,), 1)
+
+
+def test_hand_derived_gradients():
+    # d(lambda_i)/dA = v_i v_i^T for a symmetric A with distinct eigenvalues.
+    a = symmetric(4, 4)
+    w, v = np.linalg.eigh(a)
+    g = fnad.grad(lambda x: jnp.linalg.eigvalsh(x)[2])(a)
+    np.testing.assert_allclose(g, np.outer(v[:, 2], v[:, 2]), atol=1e-12)
+    # d(s_i)/dA = u_i v_i^T; the nuclear norm's gradient is U V^T.
+    b = spread(4, 3)
+    u, s, vh = np.linalg.svd(b, full_matrices=False)
+    np.testing.assert_allclose(fnad.grad(lambda x: jnp.linalg.svdvals(x)[0])(b),
+                               np.outer(u[:, 0], vh[0]), atol=1e-12)
+    np.testing.assert_allclose(fnad.grad(lambda x: jnp.linalg.norm(x, "nuc"))(b), u @ vh,
+                               atol=1e-12)
+    # expm at a diagonal D in direction E_01: (e^d0 - e^d1) / (d0 - d1) (divided difference)
+    d = np.array([0.3, -1.2, 2.0])
+    e = np.zeros((3, 3))
+    e[0, 1] = 1
+    _, t = fnad.jvp(fsl.expm, (np.diag(d),), (e,))
+    want = np.zeros((3, 3))
+    want[0, 1] = (np.exp(d[0]) - np.exp(d[1])) / (d[0] - d[1])
+    np.testing.assert_allclose(t, want, atol=1e-13)
+    # d det(A) = det(A) tr(A^-1 dA) through lu's factors: det = prod(diag(U)) * sign
+    c = rng.standard_normal((3, 3)) + 3 * np.eye(3)
+    lu_det = lambda x: jnp.prod(jnp.diagonal(fnad.lax.linalg.lu(x)[0]))  # noqa: E731
+    sign = np.sign(np.linalg.det(c) / np.asarray(lu_det(c)))
+    np.testing.assert_allclose(sign * np.asarray(fnad.grad(lu_det)(c)),
+                               np.linalg.det(c) * np.linalg.inv(c).T, rtol=1e-10)
+
+
+def test_composite_derivatives():
+    a = spread(4, 3)
+    check_grads(jnp.linalg.pinv, (a,), 2)
+    check_grads(lambda x: jnp.linalg.lstsq(x, np.arange(4.0))[0], (a,), 1)
+    check_grads(lambda x: jnp.linalg.norm(x, 2), (a,), 2)
+    check_grads(lambda x: jnp.linalg.cond(x), (a,), 1)
+    m = rng.standard_normal((3, 3))
+    check_grads(fsl.expm, (m,), 2)
+    check_grads(fsl.expm, (m * 20,), 1, rtol=1e-4)     # several squarings
+    spd = m @ m.T + 3 * np.eye(3)
+    b = rng.standard_normal((3, 2))
+    check_grads(lambda x, y: fsl.cho_solve(fsl.cho_factor(x), y), (spd, b), 1)
+    check_grads(lambda x, y: fsl.solve_triangular(x, y, trans=1, lower=True), (m + 3 * np.eye(3), b), 2)
+    check_grads(lambda x, y: fsl.lu_solve(fsl.lu_factor(x), y), (m + 3 * np.eye(3), b), 1)
+
+
+def test_pinv_gradient_is_finite_at_repeated_singular_values():
+    # Through the SVD the identity's gradient would be NaN; pinv's own rule is exact.
+    g = fnad.grad(lambda x: jnp.sum(jnp.linalg.pinv(x)))(np.eye(3))
+    np.testing.assert_allclose(g, -np.ones((3, 3)), atol=1e-12)
+
+
+def test_degenerate_derivatives_follow_jax():
+    eye = np.eye(3)
+    # eigenvalues stay differentiable; eigenvectors of a repeated eigenvalue are not
+    np.testing.assert_allclose(fnad.grad(lambda x: jnp.sum(jnp.linalg.eigvalsh(x)))(eye), eye,
+                               atol=1e-12)
+    g = fnad.grad(lambda x: jnp.sum(jnp.linalg.eigh(x).eigenvectors))(eye)
+    assert not np.isfinite(np.asarray(g)).all()
+    np.testing.assert_allclose(fnad.grad(lambda x: jnp.sum(jnp.linalg.svdvals(x)))(eye), eye,
+                               atol=1e-12)
+    g = fnad.grad(lambda x: jnp.sum(jnp.linalg.svd(x)[0]))(eye)
+    assert not np.isfinite(np.asarray(g)).all()
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    want = jax.grad(lambda x: jax.numpy.linalg.eigh(x)[1].sum())(eye)
+    np.testing.assert_array_equal(np.isfinite(np.asarray(g)), np.isfinite(np.asarray(want)))
+
+
+def test_gradients_match_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jjnp = jax.numpy
+    a = spread(4, 3)
+    s = symmetric(3, 3)
+    cases = [
+        (lambda np_, x: np_.linalg.svd(x, full_matrices=False)[1][0], a),
+        (lambda np_, x: (np_.linalg.qr(x)[0] ** 3).sum(), a),
+        (lambda np_, x: (np_.linalg.eigh(x)[0] * np_.arange(3.0)).sum(), s),
+        (lambda np_, x: (np_.linalg.pinv(x) ** 2).sum(), a),
+        (lambda np_, x: np_.linalg.norm(x, "nuc"), a),
+    ]
+    for f, x in cases:
+        np.testing.assert_allclose(fnad.grad(lambda y: f(jnp, y))(x),
+                                   jax.grad(lambda y: f(jjnp, y))(x), rtol=1e-9, atol=1e-12)
+    m = rng.standard_normal((3, 3))
+    np.testing.assert_allclose(fnad.grad(lambda y: (fsl.expm(y) ** 2).sum())(m),
+                               jax.grad(lambda y: (jax.scipy.linalg.expm(y) ** 2).sum())(m),
+                               rtol=1e-9)
+
+
+# --------------------------------------------------------------------------- jit and vmap
+
+def test_jit_and_vmap_agree_with_eager():
+    a = rng.standard_normal((3, 4, 3))
+
+    def f(x):
+        u, s, vh = jnp.linalg.svd(x, full_matrices=False)
+        q, r = jnp.linalg.qr(x)
+        w = jnp.linalg.eigvalsh(x.mT @ x)
+        lu = fnad.lax.linalg.lu(x)[0]
+        return s, u @ vh, jnp.abs(r), w, lu, fsl.expm(x.mT @ x * 0.1), jnp.linalg.pinv(x)
+
+    eager = f(a)
+    jf = fnad.jit(f)
+    for _ in range(2):          # the first call traces, the second runs compiled
+        for got, want in zip(jf(a), eager):
+            np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-13)
+    for got, want in zip(fnad.vmap(f)(a), eager):
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-13)
+    g = fnad.jit(fnad.vmap(fnad.grad(lambda x: jnp.linalg.svdvals(x)[0])))(a)
+    for i in range(3):
+        np.testing.assert_allclose(g[i], fnad.grad(lambda x: jnp.linalg.svdvals(x)[0])(a[i]),
+                                   rtol=1e-11)
+
+
+def test_float32_stays_float32():
+    a = rng.standard_normal((3, 3)).astype(np.float32)
+    for out in (*jnp.linalg.svd(a), *jnp.linalg.eigh(a), *jnp.linalg.qr(a),
+                fnad.lax.linalg.lu(a)[0], fsl.expm(a), jnp.linalg.pinv(a)):
+        assert out.dtype == np.float32
+    np.testing.assert_allclose(jnp.linalg.svdvals(a), np.linalg.svd(a, compute_uv=False),
+                               rtol=1e-5)
+
+
+# --------------------------------------------------------------------------- errors
+
+def test_errors():
+    with pytest.raises(ShapeError, match=r"at least 2-d.*\(3,\)"):
+        jnp.linalg.svd(np.ones(3))
+    with pytest.raises(ShapeError, match=r"square.*\(2, 3\)"):
+        jnp.linalg.eigh(np.ones((2, 3)))
+    with pytest.raises(DTypeError, match="float32 or float64"):
+        L.qr_p.bind(np.ones((2, 2), np.int32), full_matrices=False)
+    with pytest.raises(DTypeError, match="float16"):
+        jnp.linalg.svd(np.ones((2, 2), np.float16))
+    with pytest.raises(ValueError, match="'raw'"):
+        jnp.linalg.qr(np.ones((2, 2)), mode="raw")
+    with pytest.raises(ValueError, match="UPLO"):
+        jnp.linalg.eigh(np.eye(2), UPLO="X")
+    with pytest.raises(GradientError, match=r"full_matrices.*\(3, 2\)"):
+        fnad.grad(lambda x: jnp.sum(jnp.linalg.svd(x)[0]))(np.ones((3, 2)))
+    with pytest.raises(GradientError, match="complete"):
+        fnad.grad(lambda x: jnp.sum(jnp.linalg.qr(x, mode="complete")[0]))(np.ones((3, 2)))
+    with pytest.raises(ShapeError, match="size 3"):
+        jnp.linalg.cross(np.ones(2), np.ones(2))
+    with pytest.raises(ShapeError, match="equal products"):
+        jnp.linalg.tensorinv(np.ones((2, 3)), ind=1)
+    with pytest.raises(ShapeError, match=r"\(4,\) or \(4, k\)"):
+        jnp.linalg.lstsq(np.ones((4, 2)), np.ones(3))
+    with pytest.raises(ShapeError, match="needs 3 rows"):
+        fsl.solve_triangular(np.eye(3), np.ones(2))
+    with pytest.raises(ValueError, match="trans"):
+        fsl.solve_triangular(np.eye(2), np.ones(2), trans=3)
+    with pytest.raises(np.linalg.LinAlgError):
+        fsl.cholesky(-np.eye(2))
