@@ -434,3 +434,32 @@ def test_errors():
         fsl.solve_triangular(np.eye(2), np.ones(2), trans=3)
     with pytest.raises(np.linalg.LinAlgError):
         fsl.cholesky(-np.eye(2))
+
+
+# --------------------------------------------------------------------------- cuda
+
+@pytest.mark.cuda
+def test_cuda_decompositions_match_the_cpu():
+    cuda_util = pytest.importorskip("cuda_util")
+    if not cuda_util.GPUS:
+        pytest.skip("numba.cuda finds no GPU (nor simulator)")
+    a = rng.standard_normal((2, 4, 3))
+    cuda_util.check_primitive(L.svd_p, a, full_matrices=False, compute_uv=True)
+    cuda_util.check_primitive(L.qr_p, a, full_matrices=True)
+    cuda_util.check_primitive(L.lu_p, a)
+    cuda_util.check_primitive(L.eigh_p, symmetric(2, 3, 3), lower=True)
+    cuda_util.check_primitive(L.lu_pivots_to_permutation_p, np.array([[2, 2, 2]], np.int32),
+                              permutation_size=4)
+
+
+def test_decompositions_inside_a_compiled_loop():
+    a = rng.standard_normal((3, 3))
+
+    def body(carry, _):
+        return carry + jnp.linalg.svdvals(a + carry[0, 0]).sum() * 0 + 1, jnp.linalg.eigvalsh(
+            a @ a.T + carry)
+
+    carry, ws = fnad.jit(lambda c: fnad.lax.scan(body, c, None, length=3))(np.zeros((3, 3)))
+    np.testing.assert_allclose(carry, np.full((3, 3), 3.0))
+    for i in range(3):
+        np.testing.assert_allclose(ws[i], np.linalg.eigvalsh(a @ a.T + i), rtol=1e-12)

@@ -250,6 +250,8 @@ def _slogdet(a):
 def _on_host(prim):
     def run(*values, **params):
         out = prim.impl(*(v.copy_to_host() for v in values), **params)
+        if not prim.multiple_results:
+            return runtime.to_device(out)
         return [runtime.to_device(o) for o in out]
     return run
 
