@@ -162,7 +162,7 @@ def test_control_flow_programs_are_freed(monkeypatch, tmp_path):
         numeric = [(float(fn(fnp.asarray(x + eps * e))) - float(fn(fnp.asarray(x - eps * e))))
                    / (2 * eps) for e in basis]
         np.testing.assert_allclose(got.ravel(), numeric, rtol=1e-6, atol=1e-6)
-    del functions
+    del functions, step     # (jit's traces belong to the function jitted, as in JAX)
     gc.collect()
     assert len(loops._loops) == loops_before       # ...and are gone with the function
     assert len(lowering._executables) <= programs_before
