@@ -10,6 +10,8 @@ are attached by `fnad.numpy`, which owns their semantics for Arrays and tracers 
 so are numpy's protocols ``__array_ufunc__`` and ``__array_function__``, through which
 ``np.exp(x)`` or ``np.sum(x)`` run fnad.numpy's functions (fnad/numpy/_interop.py).
 """
+import abc
+
 import numpy as np
 
 from .abstract import ShapedArray
@@ -96,7 +98,11 @@ def weakly_typed(value):
     return out
 
 
-class Array:
+class Array(metaclass=abc.ABCMeta):
+    # An abstract base class only so that fnad.core can register Tracer as a virtual
+    # subclass: isinstance(x, fnad.Array) holds for traced values too, as for JAX's
+    # Array. `type(x) is Array` (the eager hot path's test) is untouched by it, and so
+    # is isinstance on an Array, which Python answers before asking the metaclass.
     # _committed: set (only) on arrays device_put to the cpu by name. Other cpu
     # Arrays, like JAX's uncommitted ones, follow a GPU operand onto its device.
     # _weak: set (only) by weakly_typed(), for arrays made from one Python scalar.

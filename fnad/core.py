@@ -315,3 +315,9 @@ class Tracer:
         raise immutable_error()
 
     __hash__ = None
+
+
+# isinstance(tracer, Array) is True, as JAX's isinstance(tracer, jax.Array): user code
+# that checks for an array keeps working under grad, vmap and jit. Code that needs a
+# concrete value tests `type(x) is Array` or `isinstance(x, Tracer)` first.
+Array.register(Tracer)

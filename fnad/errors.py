@@ -10,8 +10,10 @@ class FnadError(Exception):
     """Base of fnad's own exceptions."""
 
 
-class ShapeError(FnadError, ValueError):
-    """Operands whose shapes do not fit the operation."""
+class ShapeError(FnadError, ValueError, TypeError):
+    """Operands whose shapes do not fit the operation. A ValueError as numpy raises, and
+    a TypeError as JAX raises (its tutorials catch shape mistakes with
+    ``except TypeError``)."""
 
 
 class DTypeError(FnadError, TypeError):
@@ -22,8 +24,9 @@ class ImmutableArrayError(FnadError, TypeError):
     """An attempt to write into an Array in place."""
 
 
-class EscapedTracerError(FnadError, RuntimeError):
-    """A traced value used after the transform that made it has returned."""
+class EscapedTracerError(FnadError, RuntimeError, TypeError):
+    """A traced value used after the transform that made it has returned (a TypeError
+    too, as JAX's UnexpectedTracerError)."""
 
 
 class GradientError(FnadError, TypeError):

@@ -8,6 +8,7 @@ shapes and dtypes, with no bind in between.
 import collections
 import functools
 import inspect
+import types
 import weakref
 
 from .. import backend, config
@@ -15,7 +16,7 @@ from ..backend import OTHER_DEVICE
 from ..abstract import ShapedArray
 from ..array import Array
 from ..cache import register
-from ..errors import ArgnumsError
+from ..errors import ArgnumsError, DTypeError
 from ..core import EVAL, Tracer, current_trace
 from ..tree_util import tree_flatten, tree_unflatten
 from ..transforms._util import as_value, check_argnums, resolve_argnums
@@ -26,37 +27,68 @@ from .staging import stage
 # --------------------------------------------------------------------------- the jit API
 
 class Jitted:
-    """The function returned by fnad.jit."""
+    """The function returned by fnad.jit. Its traces and compiled calls belong to the
+    wrapped function and the jit options (see `_traces_of`), not to this wrapper, so
+    `jit(f)(x)` written inline traces f once, as in JAX."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
                  donate_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.static_argnums = check_argnums(static_argnums, "jit", "static_argnums", True)[1]
-        self.static_argnames = _as_tuple(static_argnames)
-        self.donate_argnums = check_argnums(donate_argnums, "jit", "donate_argnums", True)[1]
-        self.donate_argnames = _as_tuple(donate_argnames)
+        self.signature = _signature(fun)
+        static_argnums = check_argnums(static_argnums, "jit", "static_argnums", True)[1]
+        donate_argnums = check_argnums(donate_argnums, "jit", "donate_argnums", True)[1]
+        static_argnames, donate_argnames = _as_tuple(static_argnames), _as_tuple(donate_argnames)
+        _check_donation(static_argnums, donate_argnums, static_argnames, donate_argnames)
+        # Each argument is static (or donated) however it is passed: a name given is
+        # also its position, a position also its name, as the signature says.
+        self.static_argnums, self.static_argnames = _both_ways(
+            self.signature, static_argnums, static_argnames, "static")
+        self.donate_argnums, self.donate_argnames = _both_ways(
+            self.signature, donate_argnums, donate_argnames, "donate")
         _check_donation(self.static_argnums, self.donate_argnums, self.static_argnames,
                         self.donate_argnames)
-        self.donating = {}          # trace key -> [donated leaves, executable, its device]
         self.donates = bool(self.donate_argnums or self.donate_argnames)
-        # At most config.trace_cache_size traces, the least recently used dropped first;
-        # a fast-path entry (its call's trace_key names its trace) goes with its trace.
-        self.cache = collections.OrderedDict()  # trace key -> (ClosedProgram, out tree)
-        # (type, shape, dtype) per Array argument -> compiled call; one table per x64
-        # setting, so the hot path's key needs no flag in it.
-        self.fast_by_x64 = ({}, {})
-        self.trace_count = 0
-        _live.add(self)
-        try:
-            self.signature = inspect.signature(fun)
-        except (TypeError, ValueError):
-            self.signature = None
+        self._positions = {}        # number of positional arguments -> (static, donated)
+        traces = _traces_of(fun, (self.static_argnums, self.static_argnames,
+                                  self.donate_argnums, self.donate_argnames))
+        self._traces = traces
+        self.cache = traces.cache
+        self.fast_by_x64 = traces.fast_by_x64
+        self.donating = traces.donating
+
+    @property
+    def trace_count(self):
+        """How many times the function was traced under these options (by any wrapper)."""
+        return self._traces.trace_count
+
+    def __get__(self, obj, objtype=None):
+        # A jitted function stored on a class binds like a function: D().f(x) calls
+        # the jitted f with the instance first (a static argument if marked so).
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
+
+    def _call_positions(self, nargs):
+        """(static positions, donated positions) for a call with nargs positional
+        arguments. A position the signature has but the call leaves out is passed by
+        name or takes its default; one beyond the signature is an error."""
+        found = self._positions.get(nargs)
+        if found is None:
+            found = self._positions[nargs] = (
+                self._present(self.static_argnums, nargs, "static_argnums"),
+                self._present(self.donate_argnums, nargs, "donate_argnums"))
+        return found
+
+    def _present(self, nums, nargs, what):
+        declared = _positional_count(self.signature)
+        inside = [n for n in nums if -nargs <= n < nargs
+                  or not (0 <= n < declared)]   # (resolve_argnums explains the rest)
+        return frozenset(resolve_argnums(inside, nargs, "jit", what))
 
     def _split(self, args, kwargs):
         static = []
-        static_argnums = sorted(resolve_argnums(self.static_argnums, len(args), "jit",
-                                                "static_argnums"))
+        static_argnums = sorted(self._call_positions(len(args))[0])
         for i in static_argnums:
             static.append(("pos", i, _hashable_static(args[i], f"argument {i}")))
         static_kw = {k: v for k, v in kwargs.items() if k in self.static_argnames}
@@ -74,7 +106,15 @@ class Jitted:
     def _stage_keyed(self, args, kwargs):
         static, positions, dynamic, dyn_kwargs, static_kw = self._split(args, kwargs)
         flat, in_tree = tree_flatten((dynamic, dyn_kwargs))
-        flat = [as_value(x, "jit argument") for x in flat]
+        try:
+            flat = [as_value(x, "jit argument") for x in flat]
+        except DTypeError:
+            raise
+        except TypeError as err:
+            raise TypeError(f"{err}. jit({self.__name__}) traces array arguments; mark a "
+                            f"Python object static with static_argnums/static_argnames "
+                            f"(a method's `self`: functools.partial(jit, "
+                            f"static_argnums=0)) or register its class as a pytree") from None
         avals = tuple(ShapedArray(x.shape, x.dtype) for x in flat)
         key = (in_tree, avals, static, config.enable_x64)   # x64 changes what f traces to
         entry = self.cache.get(key)
@@ -95,30 +135,17 @@ class Jitted:
         return key, entry, flat
 
     def _bound(self):
-        size = max(1, config.trace_cache_size)
-        while len(self.cache) > size:
-            try:
-                self.cache.popitem(last=False)
-            except KeyError:        # emptied by another thread meanwhile
-                break
-        for fast in self.fast_by_x64:
-            if len(fast) > size:
-                for key, entry in list(fast.items()):
-                    if entry.trace_key not in self.cache:
-                        fast.pop(key, None)
+        self._traces.bound()
 
     def clear_cache(self):
         """Forget this function's traces (as JAX's jitted functions do)."""
-        self.cache.clear()
-        self.donating.clear()
-        for fast in self.fast_by_x64:
-            fast.clear()
+        self._traces.clear()
 
     def _cache_size(self):
         return len(self.cache)
 
     def _trace(self, args, static_kw, positions, in_tree, avals):
-        self.trace_count += 1
+        self._traces.trace_count += 1
         out_tree_cell = []
 
         def flat_fun(*leaves):
@@ -158,8 +185,9 @@ class Jitted:
             return self.fun(*args, **kwargs)
         trace_key, (closed, out_tree), flat = self._stage_keyed(args, kwargs)
         out = tree_unflatten(out_tree, call(closed, *flat))
-        if not kwargs and not self.static_argnums and current_trace() is EVAL \
-                and all(isinstance(a, Array) for a in args) \
+        if not kwargs and not self._call_positions(len(args))[0] \
+                and current_trace() is EVAL \
+                and all(_concrete(a) for a in args) \
                 and len({a.device for a in args}) <= 1 \
                 and not any(isinstance(c, Tracer) for c in closed.consts):
             key = _fast_key(args)
@@ -181,7 +209,7 @@ class Jitted:
         if entry is None:
             entry = self.donating[trace_key] = [self._donated_leaves(args, kwargs), None, None]
         donated, run, device = entry
-        arrays = all(isinstance(x, Array) for x in flat)
+        arrays = all(_concrete(x) for x in flat)
         devices = {x.device for x in flat} if arrays else ()
         if arrays and len(devices) == 1 \
                 and not any(isinstance(c, Tracer) for c in closed.consts):
@@ -193,14 +221,14 @@ class Jitted:
         else:
             out = tree_unflatten(out_tree, call(closed, *flat))
         for position in donated:
-            if isinstance(flat[position], Array):
+            if _concrete(flat[position]):
                 flat[position].delete()
         return out
 
     def _donated_leaves(self, args, kwargs):
         """The positions, among the flattened dynamic arguments, of the donated leaves."""
         _, positions, dynamic, dyn_kwargs, _ = self._split(args, kwargs)
-        donate = set(resolve_argnums(self.donate_argnums, len(args), "jit", "donate_argnums"))
+        donate = self._call_positions(len(args))[1]
         leaves, start = [], 0
         for i, value in zip(positions, dynamic):
             n = len(tree_flatten(value)[0])
@@ -223,6 +251,12 @@ class Jitted:
         return closed
 
 
+def _concrete(x):
+    # (isinstance(tracer, Array) holds, as in JAX: a concrete value is an Array that is
+    # no Tracer.)
+    return isinstance(x, Array) and not isinstance(x, Tracer)
+
+
 def _fast_key(args):
     """The fast path's key: type, shape and dtype of each Array argument (AttributeError
     for anything else). One argument, the common case, skips building a list."""
@@ -232,13 +266,73 @@ def _fast_key(args):
     return tuple([(type(a), a._value.shape, a._value.dtype) for a in args])
 
 
-_live = weakref.WeakSet()    # every Jitted, for clear_caches
+class _Traces:
+    """The traces of one function under one set of jit options, and the compiled calls
+    of its fast path: kept for as long as the function lives."""
+    __slots__ = ("cache", "fast_by_x64", "donating", "trace_count", "__weakref__")
+
+    def __init__(self):
+        # At most config.trace_cache_size traces, the least recently used dropped first;
+        # a fast-path entry (its call's trace_key names its trace) goes with its trace.
+        self.cache = collections.OrderedDict()  # trace key -> (ClosedProgram, out tree)
+        # (type, shape, dtype) per Array argument -> compiled call; one table per x64
+        # setting, so the hot path's key needs no flag in it.
+        self.fast_by_x64 = ({}, {})
+        self.donating = {}      # trace key -> [donated leaves, executable, its device]
+        self.trace_count = 0
+        _live.add(self)
+
+    def bound(self):
+        size = max(1, config.trace_cache_size)
+        while len(self.cache) > size:
+            try:
+                self.cache.popitem(last=False)
+            except KeyError:        # emptied by another thread meanwhile
+                break
+        for fast in self.fast_by_x64:
+            if len(fast) > size:
+                for key, entry in list(fast.items()):
+                    if entry.trace_key not in self.cache:
+                        fast.pop(key, None)
+
+    def clear(self):
+        self.cache.clear()
+        self.donating.clear()
+        for fast in self.fast_by_x64:
+            fast.clear()
+
+
+_live = weakref.WeakSet()    # every _Traces, for clear_caches
+# function -> {jit options -> _Traces}. Weak in the function, so a function (a lambda
+# jitted inline, say) takes its traces with it when it is collected. As in JAX, a
+# function is traced once per options and input signature: a global it reads is read
+# when it is traced, not at each call (jit(f)(x) after changing the global reuses the
+# trace; jax.clear_caches() or f.clear_cache() forgets it).
+_by_function = weakref.WeakKeyDictionary()
+
+
+def _traces_of(fun, options):
+    """The _Traces that every jit of `fun` with `options` shares. A bound method is
+    made anew at each attribute access, so its jits share nothing (nor do callables
+    that cannot be weakly referenced or hashed)."""
+    if isinstance(fun, types.MethodType):
+        return _Traces()
+    try:
+        per_options = _by_function.get(fun)
+        if per_options is None:
+            per_options = _by_function.setdefault(fun, {})
+    except TypeError:
+        return _Traces()
+    traces = per_options.get(options)
+    if traces is None:
+        traces = per_options.setdefault(options, _Traces())
+    return traces
 
 
 @register
 def _clear_jitted():
-    for jitted in list(_live):
-        jitted.clear_cache()
+    for traces in list(_live):
+        traces.clear()
 
 
 class Lowered:
@@ -288,6 +382,55 @@ def _check_donation(static_argnums, donate_argnums, static_argnames, donate_argn
         if not isinstance(name, str):
             raise ArgnumsError(f"jit: donate_argnames must hold argument names (str), got "
                                f"{name!r} of type {type(name).__name__}")
+
+
+def _signature(fun):
+    try:
+        return inspect.signature(fun)
+    except (TypeError, ValueError):     # (some builtins have none)
+        return None
+
+
+def _positional_count(signature):
+    """How many parameters can be passed by position (all of them with *args)."""
+    if signature is None:
+        return 0
+    count = 0
+    for p in signature.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            return float("inf")
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            count += 1
+    return count
+
+
+def _both_ways(signature, nums, names, what):
+    """(argnums, argnames) completed with each other through the signature: the name
+    of each position that can also be passed by name, the position of each name that
+    can also be passed by position. A name the function does not take is an error."""
+    if signature is None:
+        return tuple(nums), tuple(names)
+    params = list(signature.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in params)
+    known = {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD,
+                                                      p.POSITIONAL_ONLY)}
+    unknown = [n for n in names if n not in known]
+    if unknown and not takes_kwargs:
+        raise ArgnumsError(f"jit: {what}_argnames={tuple(names)!r} names {unknown}, which "
+                           f"the function does not take by name (its parameters: "
+                           f"{[p.name for p in params]})")
+    if _positional_count(signature) == len(positional):     # (no *args)
+        # A position counted from the end is the parameter it counts back to.
+        nums = [n + len(positional) if -len(positional) <= n < 0 else n for n in nums]
+    nums, names = list(nums), list(names)
+    for i, p in enumerate(positional):
+        if p.kind is p.POSITIONAL_OR_KEYWORD:
+            if i in nums and p.name not in names:
+                names.append(p.name)
+            if p.name in names and i not in nums:
+                nums.append(i)
+    return tuple(nums), tuple(names)
 
 
 def _as_tuple(x):
