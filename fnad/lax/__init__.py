@@ -17,6 +17,7 @@ from .operators import (  # noqa: F401,A004
     bitwise_or, bitwise_xor, real, imag, conj, complex, acosh)
 from ..primitives.sort import sort, sort_key_val, argsort  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
+from .fft import fft, FftType  # noqa: E402,F401
 from ..primitives.index import (  # noqa: E402,F401
     gather, scatter, scatter_add, scatter_mul, scatter_min, scatter_max, dynamic_slice,
     dynamic_update_slice, dynamic_slice_in_dim, dynamic_index_in_dim,

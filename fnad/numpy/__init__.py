@@ -21,6 +21,7 @@ from ..dtypes import complex64, complex128, complex64 as csingle  # noqa: F401
 from ..dtypes import complex128 as complex_, complex128 as cdouble  # noqa: F401
 from ._assemble import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
+from . import fft  # noqa: F401
 from ._methods import attach as _attach
 
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None

@@ -21,7 +21,7 @@ from .array import CudaArray
 
 _impls = {}
 _FAMILIES = ("shape", "dot", "conv", "index", "cumulative", "sort", "random", "linalg",
-             "control")
+             "fft", "control")
 _loaded = False
 
 

@@ -1,0 +1,237 @@
+"""numpy.fft over fnad's one fft primitive (fnad.primitives.fft), with JAX's
+signatures and numpy's values; no math of its own.
+
+Each transform converts its operand (integers and float16 compute in the complex
+dtype of the float they promote to, as in JAX; nothing narrows), crops or zero-pads
+each transformed axis to the length the transform reads, moves those axes to the end
+for the primitive, moves them back, and applies the norm convention:
+
+    norm               fft, rfft (forward)    ifft, irfft (inverse)
+    None, "backward"   1                      1/N
+    "ortho"            1/sqrt(N)              1/sqrt(N)
+    "forward"          1/N                    1
+
+N being the product of the transformed lengths. The primitive's inverse kinds
+already divide by N, so the inverse column is reached by multiplying by sqrt(N) or N.
+hfft and ihfft are irfft and rfft of the conjugate with the norm's direction swapped,
+as numpy defines them. Unlike numpy, an axis named twice is an error (as in JAX)
+rather than transformed twice.
+"""
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import DTypeError, ShapeError
+from ..primitives import shape as S
+from ..primitives.fft import FftType, fft_p
+from ._core import as_operand, astype, normalize_axis
+from ..primitives.elementwise import conj_p
+from ._creation import arange
+from ._shapes import concatenate, roll
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
+           "ifftn", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift",
+           "ifftshift"]
+
+_NORMS = (None, "backward", "ortho", "forward")
+_SWAPPED = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
+_INVERSE = (FftType.IFFT, FftType.IRFFT)
+
+
+# --------------------------------------------------------------------------- operands
+
+def _float_dtype(dtype):
+    """The float a real operand's transform computes in."""
+    return dtypes.float32 if dtype == dtypes.float16 else dtypes.to_inexact(dtype)
+
+
+def _operand(name, a, fft_type):
+    a = as_operand(a)
+    if fft_type is FftType.RFFT:
+        if a.dtype.kind == "c":
+            raise DTypeError(f"{name} takes a real operand, got {a.dtype} of shape "
+                             f"{tuple(a.shape)}: use fft for complex input, or pass its "
+                             f"real part")
+        return astype(a, _float_dtype(a.dtype))
+    if a.dtype.kind == "c":
+        return a
+    return astype(a, dtypes.complex_dtype(_float_dtype(a.dtype)))
+
+
+def _axes_and_lengths(name, a, s, axes, fft_type):
+    """numpy's rules: without s the axes' own lengths (for irfft the last one's
+    2 (m - 1)); without axes the last len(s) axes, or all of them."""
+    if axes is None:
+        axes = range(a.ndim) if s is None else range(-len(s), 0)
+    axes = tuple(normalize_axis(int(ax), a.ndim, "axes") for ax in axes)
+    if len(set(axes)) != len(axes):
+        raise ShapeError(f"{name}: axes {axes} name an axis twice (for an operand of "
+                         f"shape {tuple(a.shape)})")
+    if s is not None and len(s) != len(axes):
+        raise ShapeError(f"{name}: s {tuple(s)} and axes {axes} have different lengths")
+    defaults = [a.shape[ax] for ax in axes]
+    if fft_type is FftType.IRFFT and axes:
+        defaults[-1] = 2 * (defaults[-1] - 1)
+    lengths = tuple(d if s is None or s[i] is None else int(s[i])
+                    for i, d in enumerate(defaults))
+    bad = [n for n in lengths if n < 1]
+    if bad:
+        what = "s" if s is not None else f"operand shape {tuple(a.shape)}"
+        raise ShapeError(f"{name}: invalid number of FFT data points {bad[0]} (from "
+                         f"{what} along axes {axes}); each must be at least 1")
+    return axes, lengths
+
+
+def _fit(a, axes, sizes):
+    """a cropped or zero-padded at the end of each axis to the given size."""
+    if all(a.shape[ax] == n for ax, n in zip(axes, sizes)):
+        return a
+    config = [(0, 0, 0)] * a.ndim
+    for ax, n in zip(axes, sizes):
+        config[ax] = (0, n - a.shape[ax], 0)
+    return S.pad(a, np.zeros((), a.dtype), config)
+
+
+def _scale(y, norm, n, inverse):
+    if norm in (None, "backward"):
+        return y
+    if norm == "ortho":
+        factor = math.sqrt(n) if inverse else 1 / math.sqrt(n)
+    else:
+        factor = float(n) if inverse else 1 / n
+    return y * factor
+
+
+# --------------------------------------------------------------------------- the core
+
+def _fftn(name, a, s, axes, norm, fft_type):
+    if norm not in _NORMS:
+        raise ValueError(f"{name}: norm must be None, 'backward', 'ortho' or 'forward', "
+                         f"got {norm!r}")
+    a = _operand(name, a, fft_type)
+    axes, lengths = _axes_and_lengths(name, a, s, axes, fft_type)
+    if not axes:
+        if fft_type in (FftType.RFFT, FftType.IRFFT):
+            raise ShapeError(f"{name}: at least one axis to transform is needed")
+        return a
+    read = lengths
+    if fft_type is FftType.IRFFT:
+        read = lengths[:-1] + (lengths[-1] // 2 + 1,)
+    a = _fit(a, axes, read)
+    k = len(axes)
+    trailing = tuple(range(a.ndim - k, a.ndim))
+    if axes != trailing:
+        perm = [d for d in range(a.ndim) if d not in axes] + list(axes)
+        a = S.transpose(a, perm)
+    y = fft_p.bind(a, fft_type=fft_type, fft_lengths=lengths)
+    if axes != trailing:
+        y = S.transpose(y, tuple(int(i) for i in np.argsort(perm)))
+    return _scale(y, norm, math.prod(lengths), fft_type in _INVERSE)
+
+
+def _one_axis(n, axis):
+    return None if n is None else (n,), (axis,)
+
+
+def fft(a, n=None, axis=-1, norm=None):
+    return _fftn("fft", a, *_one_axis(n, axis), norm, FftType.FFT)
+
+
+def ifft(a, n=None, axis=-1, norm=None):
+    return _fftn("ifft", a, *_one_axis(n, axis), norm, FftType.IFFT)
+
+
+def rfft(a, n=None, axis=-1, norm=None):
+    return _fftn("rfft", a, *_one_axis(n, axis), norm, FftType.RFFT)
+
+
+def irfft(a, n=None, axis=-1, norm=None):
+    return _fftn("irfft", a, *_one_axis(n, axis), norm, FftType.IRFFT)
+
+
+def fftn(a, s=None, axes=None, norm=None):
+    return _fftn("fftn", a, s, axes, norm, FftType.FFT)
+
+
+def ifftn(a, s=None, axes=None, norm=None):
+    return _fftn("ifftn", a, s, axes, norm, FftType.IFFT)
+
+
+def rfftn(a, s=None, axes=None, norm=None):
+    return _fftn("rfftn", a, s, axes, norm, FftType.RFFT)
+
+
+def irfftn(a, s=None, axes=None, norm=None):
+    return _fftn("irfftn", a, s, axes, norm, FftType.IRFFT)
+
+
+def fft2(a, s=None, axes=(-2, -1), norm=None):
+    return _fftn("fft2", a, s, axes, norm, FftType.FFT)
+
+
+def ifft2(a, s=None, axes=(-2, -1), norm=None):
+    return _fftn("ifft2", a, s, axes, norm, FftType.IFFT)
+
+
+def rfft2(a, s=None, axes=(-2, -1), norm=None):
+    return _fftn("rfft2", a, s, axes, norm, FftType.RFFT)
+
+
+def irfft2(a, s=None, axes=(-2, -1), norm=None):
+    return _fftn("irfft2", a, s, axes, norm, FftType.IRFFT)
+
+
+def hfft(a, n=None, axis=-1, norm=None):
+    """The real spectrum of a signal with Hermitian symmetry, given its first half."""
+    a = _operand("hfft", a, FftType.IRFFT)
+    return _fftn("hfft", conj_p.bind(a), *_one_axis(n, axis), _SWAPPED.get(norm, norm),
+                 FftType.IRFFT)
+
+
+def ihfft(a, n=None, axis=-1, norm=None):
+    """The inverse of hfft: the first half of the Hermitian spectrum of a real signal."""
+    return conj_p.bind(_fftn("ihfft", a, *_one_axis(n, axis), _SWAPPED.get(norm, norm),
+                      FftType.RFFT))
+
+
+# --------------------------------------------------------------------------- frequencies
+
+def _frequencies(k, n, d, dtype):
+    dtype = dtypes.default_float() if dtype is None else dtypes.check_supported(dtype)
+    k = astype(k, dtype)
+    if isinstance(d, (int, float)):
+        return k * (1.0 / (n * d))      # numpy's own order of operations
+    return k / (as_operand(d) * n)
+
+
+def fftfreq(n, d=1.0, *, dtype=None):
+    """The sample frequencies of fft(x, n): [0, 1, ..., -(n // 2), ..., -1] / (d n)."""
+    n = int(n)
+    k = concatenate([arange(0, (n - 1) // 2 + 1), arange(-(n // 2), 0)])
+    return _frequencies(k, n, d, dtype)
+
+
+def rfftfreq(n, d=1.0, *, dtype=None):
+    """The sample frequencies of rfft(x, n): [0, 1, ..., n // 2] / (d n)."""
+    n = int(n)
+    return _frequencies(arange(0, n // 2 + 1), n, d, dtype)
+
+
+def _shift(x, axes, sign):
+    x = as_operand(x)
+    axes = range(x.ndim) if axes is None else (axes,) if isinstance(axes, int) else axes
+    for ax in axes:
+        ax = normalize_axis(ax, x.ndim, "axes")
+        x = roll(x, sign * (x.shape[ax] // 2), ax)
+    return x
+
+
+def fftshift(x, axes=None):
+    """The zero frequency moved to the middle of each axis (all axes by default)."""
+    return _shift(x, axes, 1)
+
+
+def ifftshift(x, axes=None):
+    """fftshift undone (they differ for odd lengths)."""
+    return _shift(x, axes, -1)
