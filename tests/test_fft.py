@@ -131,6 +131,16 @@ def test_lax_fft_matches_numpy():
     assert lax.FftType.IRFFT == 3
 
 
+def test_numpy_fft_functions_dispatch_to_fnad():
+    # np.fft.* on a traced value runs fnad's (NEP 18), so grad and jit see it.
+    x = real(8)
+    g = fnad.grad(lambda v: jnp.sum(jnp.real(np.fft.rfft(v, norm="ortho")[1:3])))(x)
+    expected = np.real(np.fft.fft(np.eye(8), norm="ortho")[1:3]).sum(axis=0)
+    close(g, expected)
+    got = fnad.jit(lambda v: np.fft.fftshift(np.fft.ifft2(v)))(cplx(3, 4))
+    assert isinstance(got, fnad.Array) and got.shape == (3, 4)
+
+
 # --------------------------------------------------------------------------- errors
 
 def test_errors_name_the_problem():

@@ -35,4 +35,4 @@ from ..array import Array as ndarray  # noqa: E402,F811
 _attach()
 
 from . import _interop  # noqa: E402
-_interop.register(globals(), vars(linalg))
+_interop.register(globals(), vars(linalg), vars(fft))

@@ -8,7 +8,7 @@ tracer into a plain array and the transform would silently lose it (a dropped
 derivative is a wrong number with no error).
 
 The table is derived from the names themselves: a numpy function or ufunc maps to
-the fnad.numpy (or fnad.numpy.linalg) function of the same public name; `EXTRA` and
+the fnad.numpy (or fnad.numpy.linalg, .fft) function of the same public name; `EXTRA` and
 the ufunc-method tables below list the few exceptions. A call is translated through
 numpy's own signature, so a positional ``out`` or a renamed parameter cannot land on
 the wrong fnad argument, and an argument fnad cannot honour is never ignored. A call
@@ -200,11 +200,12 @@ def _drop_out(name, kwargs):
 _namespaces = {}     # numpy module -> the names of its fnad counterpart
 
 
-def register(numpy_names, linalg_names):
+def register(numpy_names, linalg_names, fft_names):
     """Called by fnad.numpy once its names exist (it sits above Array and Tracer, so
     it hands them down instead of being imported from below)."""
     _namespaces[np] = numpy_names
     _namespaces[np.linalg] = linalg_names
+    _namespaces[np.fft] = fft_names
     counterparts.cache_clear()
 
 
