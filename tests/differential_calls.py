@@ -440,3 +440,90 @@ LAX_CALLS = [
 ]
 
 CASES = NUMPY_CALLS + LINALG_CALLS + LAX_CALLS
+
+
+# =========================================================================== issue 13, part A
+# fnad.numpy's further math: elementwise, comparisons, representation, integer, NaN
+# reductions, statistics, differences, signals, polynomials, histograms. Few dtypes per
+# function (one integer, the two main floats) keep the default run short.
+import differential_cases as _dc  # noqa: E402
+from differential_cases import (BOOL, Case, NONZERO, SMALL, binary, reduction_inputs,  # noqa: E402
+                                unary)
+
+I32F = (I32, F32, F64)
+F3264 = (F32, F64)
+SHIFT = Domain("shift", lambda r, n: r.uniform(0, 8, n), lambda r, n: r.integers(0, 12, n),
+               int_specials=(0, 1, 2, 31, 32, 33, 63, 64, 70))
+PIECEWISE = dict(grad=False)
+MORE_UNARY = [
+    unary("numpy", fnp, "fabs", REAL, I32F, "float"),
+    unary("numpy", fnp, "rint", REAL, I32F, "float", **PIECEWISE),
+    unary("numpy", fnp, "isposinf", REAL, I32F, "bool"),
+    unary("numpy", fnp, "isneginf", REAL, I32F, "bool"),
+    # numpy's float16 spacing of a negative number is positive (and of -1 the step
+    # toward zero); fnad follows float32/float64's rule for every float
+    unary("numpy", fnp, "spacing", REAL, F3264, "same", native_ref=True, **NOGRAD),
+    unary("numpy", fnp, "bitwise_count", REAL, (BOOL,) + INTS, np.dtype(np.uint8), **NOGRAD),
+    unary("numpy", fnp, "modf", REAL, I32F, "float", **PIECEWISE),
+    unary("numpy", fnp, "frexp", REAL, F3264, ("same", np.dtype(np.int32)), **NOGRAD),
+]
+MORE_BINARY = [
+    binary("numpy", fnp, "logaddexp2", REAL, REAL, I32F, "float"),
+    binary("numpy", fnp, "fmax", REAL, REAL, I32F, "same", signed_zero=False),
+    binary("numpy", fnp, "fmin", REAL, REAL, I32F, "same", signed_zero=False),
+    binary("numpy", fnp, "float_power", POS, REAL, I32F, "float"),
+    binary("numpy", fnp, "nextafter", REAL, REAL, F3264, "same", native_ref=True, **NOGRAD),
+    binary("numpy", fnp, "isclose", REAL, REAL, (BOOL,) + I32F, "bool"),
+    binary("numpy", fnp, "gcd", REAL, REAL, INTS, "same", **NOGRAD),
+    binary("numpy", fnp, "lcm", SMALL, SMALL, INTS, "same", **NOGRAD),
+    binary("numpy", fnp, "left_shift", REAL, SHIFT, INTS, "same", weak=False, **NOGRAD),
+    binary("numpy", fnp, "right_shift", REAL, SHIFT, INTS, "same", weak=False, **NOGRAD),
+]
+EXPONENTS = fixed(np.array([[0, 1, -1, 5, -3], [2, -2, 3, -4, 4]], np.int32))
+BIG_EXPONENTS = fixed(np.array([[0, 1, -1, 5, -30], [200, -200, 2, -1100, 1100]], np.int32))
+MORE_CALLS = [
+    call("numpy", fnp, "ldexp", [("2-d", [D((2, 5)), EXPONENTS]),
+                                 ("overflow", [D((2, 5)), BIG_EXPONENTS])], FLOATS,
+         specials=lambda dtype: (specials_1d(dtype)[0], np.arange(13, dtype=np.int32) - 6)),
+    call("numpy", fnp, "allclose", [("2-d", [D((2, 3)), D((3,))])], I32F, "bool", **NOGRAD),
+    call("numpy", fnp, "array_equal", [("2-d", [D((2, 3)), D((2, 3))])], ALL, "bool",
+         **NOGRAD, adapt=lambda lib: (lambda a, b: lib.array_equal(a, a + 0 * b))),
+    call("numpy", fnp, "array_equal", [("shapes", [D((2, 3)), D((3,))])], (F32,), "bool",
+         label="shapes differ", **STATIC),
+    call("numpy", fnp, "array_equiv", [("broadcast", [D((2, 3)), D((3,))])], ALL, "bool",
+         **NOGRAD, adapt=lambda lib: (lambda a, b: lib.array_equiv(a, a[:1] + 0 * b))),
+    call("numpy", fnp, "cumulative_sum", [("2-d", [D((3, 4))])], ALL, "acc",
+         kw=dict(axis=1, include_initial=True), scale="abs"),
+    call("numpy", fnp, "cumulative_prod", [("1-d", [D((5,))])], ALL, "acc"),
+    call("numpy", fnp, "ptp", [("2-d", [D((3, 4))])], NUM, kw=dict(axis=1),
+         specials=specials_2d),
+]
+
+
+def _nan_reduction_cases():
+    """Each NaN reduction over the reduction suite's inputs (NaN, infinities and -0.0
+    planted among regular values): axis=1 in every mode, axis=None and keepdims eagerly,
+    under vmap and in derivatives (one jit compile per function keeps the run short)."""
+    table = [("nansum", "acc", {}), ("nanprod", "acc", dict(domain=_dc.NEAR1)),
+             ("nanmax", "same", {}), ("nanmin", "same", {}), ("nanmean", "float", {}),
+             ("nanvar", "float", dict(tol=32)), ("nanstd", "float", dict(tol=32)),
+             ("nanargmax", "index", {}), ("nanargmin", "index", {}),
+             ("nancumsum", "acc", {}), ("nancumprod", "acc", dict(domain=_dc.NEAR1))]
+    cases = []
+    for name, out, opt in table:
+        opt = dict(opt)
+        domain = opt.pop("domain", REAL)
+        variants = [("axis=1", dict(axis=1), {}), ("axis=None", {}, dict(jit=False))]
+        if "cum" not in name:
+            variants.append(("axis=0 keepdims", dict(axis=0, keepdims=True), dict(jit=False)))
+        for label, kw, mode in variants:
+            cases.append(Case("numpy", name, _dc._partial(getattr(fnp, name), (), kw),
+                              _dc._partial(getattr(np, name), (), kw),
+                              reduction_inputs(domain, long=False), I32F, out,
+                              jax=_dc._jax_same("numpy", name, **kw), label=label,
+                              signed_zero=False, tol=opt.get("tol", 16),
+                              grad=not name.startswith("nanarg"), **mode))
+    return cases
+
+
+CASES += MORE_UNARY + MORE_BINARY + MORE_CALLS + _nan_reduction_cases()

@@ -310,3 +310,53 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     x = where(isnan(x), nan, x)
     x = where(x == np.inf, info.max if posinf is None else posinf, x)
     return where(x == -np.inf, info.min if neginf is None else neginf, x)
+
+
+# numpy 2's array-API names for the inverse functions
+acos, asin, atan, asinh, atanh, atan2 = arccos, arcsin, arctan, arcsinh, arctanh, arctan2
+pow = power  # noqa: A001
+
+
+def fabs(x):
+    """The absolute value as a float (numpy's fabs has no integer loop)."""
+    x, = promote_inexact(x)
+    return abs(x)
+
+
+def rint(x):
+    """Round half to even, in the float integers compute in (numpy's rint of an int is
+    a float)."""
+    x, = promote_inexact(x)
+    return E.round_p.bind(x, rounding_method=E.TO_NEAREST_EVEN)
+
+
+def fmax(x1, x2):
+    """The larger, ignoring a NaN unless both are NaN."""
+    x1, x2 = promote(x1, x2)
+    if x1.dtype.kind != "f":
+        return maximum(x1, x2)
+    return where(isnan(x2), x1, where(isnan(x1), x2, maximum(x1, x2)))
+
+
+def fmin(x1, x2):
+    """The smaller, ignoring a NaN unless both are NaN."""
+    x1, x2 = promote(x1, x2)
+    if x1.dtype.kind != "f":
+        return minimum(x1, x2)
+    return where(isnan(x2), x1, where(isnan(x1), x2, minimum(x1, x2)))
+
+
+def float_power(x, y):
+    """power computed in floating point (JAX's dtype rule: the promoted inexact type)."""
+    x, y = promote_inexact(x, y)
+    return E.pow_p.bind(x, y)
+
+
+def isposinf(x):
+    x = as_operand(x)
+    return x == np.inf if x.dtype.kind == "f" else x != x
+
+
+def isneginf(x):
+    x = as_operand(x)
+    return x == -np.inf if x.dtype.kind == "f" else x != x

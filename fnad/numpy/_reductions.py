@@ -7,6 +7,7 @@ from ..primitives import reduce as R
 from ..primitives import shape as S
 from ._core import as_operand, astype, normalize_axes, normalize_axis, promote_inexact
 from ._elementwise import sqrt
+from ._complex import real, conj
 
 
 def _sum_dtype(dtype):
@@ -100,7 +101,12 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
     a = astype(a, _moment_dtype(out_dtype))
     centered = a - mean(a, axis, keepdims=True)
     n = _count(a.shape, normalize_axes(axis, a.ndim)) - ddof
-    return astype(sum(centered * centered, axis, keepdims=keepdims) / np.asarray(n, a.dtype),
+    if centered.dtype.kind == "c":      # numpy's: the mean of |x - mean|^2, a real
+        squared = real(centered * conj(centered))
+        out_dtype = dtypes.real_dtype(out_dtype)
+    else:
+        squared = centered * centered
+    return astype(sum(squared, axis, keepdims=keepdims) / np.asarray(n, squared.dtype),
                   out_dtype)
 
 
@@ -144,6 +150,47 @@ def cumsum(a, axis=None, dtype=None):
 def cumprod(a, axis=None, dtype=None):
     a = as_operand(a)
     return _scan(R.cumprod, a, axis, dtype or _sum_dtype(a.dtype))
+
+
+def _cumulative(name, fn, identity, x, axis, dtype, include_initial):
+    """The array API's cumulative_sum/prod: axis may be left out only for 1-d input,
+    and include_initial puts the identity first (one more element along axis)."""
+    x = as_operand(x)
+    if x.ndim == 0:
+        raise ValueError(f"{name}: needs an array of at least one dimension, got a 0-d one")
+    if axis is None:
+        if x.ndim > 1:
+            raise ValueError(f"{name}: axis must be given for a {x.ndim}-d array "
+                             f"(shape {tuple(x.shape)})")
+        axis = 0
+    axis = normalize_axis(axis, x.ndim)
+    out = fn(x, axis, dtype)
+    if include_initial:
+        shape = list(out.shape)
+        shape[axis] = 1
+        first = Array(np.full(shape, identity, out.dtype))
+        out = S.concatenate([first, out], axis)
+    return out
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    return _cumulative("cumulative_sum", cumsum, 0, x, axis, dtype, include_initial)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    return _cumulative("cumulative_prod", cumprod, 1, x, axis, dtype, include_initial)
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """max - min (the range of the values)."""
+    _no_out("ptp", out)
+    return max(a, axis, keepdims) - min(a, axis, keepdims)
+
+
+def _no_out(name, out):
+    if out is not None:
+        raise TypeError(f"{name}: out= is not supported: fnad arrays are immutable, "
+                        f"use the returned value")
 
 
 def average(a, axis=None, weights=None):
