@@ -241,6 +241,34 @@ def test_expm_gives_nan_beyond_max_squarings():
     assert np.isnan(np.asarray(fsl.expm(big, max_squarings=4))).all()
 
 
+def test_eig_values_and_vectors():
+    a = rng.standard_normal((2, 4, 4))
+    w, v = jnp.linalg.eig(a)
+    nw, nv = np.linalg.eig(a)
+    assert w.dtype == v.dtype == np.complex128
+    np.testing.assert_allclose(np.asarray(w), nw, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(v), nv, rtol=1e-12, atol=1e-14)
+    w, vl, vr = fnad.lax.linalg.eig(a)
+    w, vl, vr = np.asarray(w), np.asarray(vl), np.asarray(vr)
+    # by definition: A vr = vr diag(w), vl^H A = diag(w) vl^H, unit columns
+    np.testing.assert_allclose(a @ vr, vr * w[..., None, :], atol=1e-12)
+    vlh = np.conj(np.swapaxes(vl, -1, -2))
+    np.testing.assert_allclose(vlh @ a, w[..., :, None] * vlh, atol=1e-12)
+    np.testing.assert_allclose(np.linalg.norm(vl, axis=-2), 1, rtol=1e-12)
+    c = a[0] + 1j * a[1]
+    np.testing.assert_allclose(np.asarray(jnp.linalg.eigvals(c)), np.linalg.eigvals(c),
+                               rtol=1e-12)
+    f32 = jnp.linalg.eigvals(a.astype(np.float32))
+    assert f32.dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(f32), nw, rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(fnad.jit(jnp.linalg.eigvals)(a)), nw, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(fnad.vmap(jnp.linalg.eigvals)(a)), nw, rtol=1e-12)
+    with pytest.raises(GradientError, match="eig"):
+        fnad.grad(lambda x: jnp.linalg.eigvals(x).real.sum())(a[0])
+    with pytest.raises(ShapeError, match="square"):
+        jnp.linalg.eigvals(np.ones((2, 3)))
+
+
 # --------------------------------------------------------------------------- derivatives
 
 def svd_invariants(x):
@@ -448,6 +476,8 @@ def test_cuda_decompositions_match_the_cpu():
     cuda_util.check_primitive(L.qr_p, a, full_matrices=True)
     cuda_util.check_primitive(L.lu_p, a)
     cuda_util.check_primitive(L.eigh_p, symmetric(2, 3, 3), lower=True)
+    cuda_util.check_primitive(L.eig_p, rng.standard_normal((2, 3, 3)),
+                              compute_left_eigenvectors=True, compute_right_eigenvectors=True)
     cuda_util.check_primitive(L.lu_pivots_to_permutation_p, np.array([[2, 2, 2]], np.int32),
                               permutation_size=4)
 

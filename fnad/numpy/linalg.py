@@ -30,14 +30,15 @@ __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "norm", "vector_norm",
            "matrix_norm", "matrix_power", "multi_dot", "matmul", "outer", "tensordot",
            "matrix_transpose", "svd", "svdvals", "eigh", "eigvalsh", "qr", "pinv", "lstsq",
            "matrix_rank", "cond", "cross", "diagonal", "trace", "vecdot", "tensorinv",
-           "tensorsolve", "LinAlgError", "SlogdetResult", "SVDResult", "EighResult",
-           "QRResult"]
+           "tensorsolve", "eig", "eigvals", "LinAlgError", "SlogdetResult", "SVDResult",
+           "EighResult", "QRResult", "EigResult"]
 
 LinAlgError = np.linalg.LinAlgError
 SlogdetResult = collections.namedtuple("SlogdetResult", ["sign", "logabsdet"])
 SVDResult = collections.namedtuple("SVDResult", ["U", "S", "Vh"])
 EighResult = collections.namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 QRResult = collections.namedtuple("QRResult", ["Q", "R"])
+EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
 
 def _as_matrices(name, *arrays):
@@ -274,6 +275,26 @@ def qr(a, mode="reduced"):
     a, = _as_matrices("qr", a)
     q, r = L.qr(_matrix("qr", a), full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
+
+
+def eig(a):
+    """EigResult(eigenvalues, eigenvectors as columns) of a general square a, complex
+    always (as JAX; numpy returns real arrays when every eigenvalue is real). Not
+    differentiable: use eigh for symmetric matrices."""
+    a = _square("eig", as_operand(a))
+    if a.dtype.kind != "c":
+        a, = _as_matrices("eig", a)
+    w, v = L.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """The eigenvalues of a general square a, complex."""
+    a = _square("eigvals", as_operand(a))
+    if a.dtype.kind != "c":
+        a, = _as_matrices("eigvals", a)
+    w, = L.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
+    return w
 
 
 # --------------------------------------------------------------------------- from the svd

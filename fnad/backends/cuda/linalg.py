@@ -241,7 +241,7 @@ def _slogdet(a):
 
 # --------------------------------------------------------------------------- decompositions
 #
-# eigh, svd, qr, lu and lu_pivots_to_permutation run on the host: a one-thread-per-matrix Jacobi or Householder
+# eigh, svd, qr, lu, lu_pivots_to_permutation and eig run on the host: a one-thread-per-matrix Jacobi or Householder
 # kernel would be slower than LAPACK on the host for all but huge batches of tiny
 # matrices, and its rounding (signs of singular vectors, pivot choices on ties) would
 # differ from the cpu's, so cpu and GPU results could disagree beyond rounding. The
@@ -256,5 +256,5 @@ def _on_host(prim):
     return run
 
 
-for _prim in (L.eigh_p, L.svd_p, L.qr_p, L.lu_p, L.lu_pivots_to_permutation_p):
+for _prim in (L.eigh_p, L.svd_p, L.qr_p, L.lu_p, L.lu_pivots_to_permutation_p, L.eig_p):
     implements(_prim)(_on_host(_prim))
