@@ -78,4 +78,94 @@ NUMPY_SHAPES = [
          **STATIC),
 ]
 
-CASES = NUMPY_SHAPES
+
+
+def _inplace(name, *pos, **kw):
+    """numpy's in-place writer on a copy, as the reference for fnad's functional one."""
+    def ref(a, *args):
+        out = np.array(a, copy=True)
+        getattr(np, name)(out, *args, *pos, **kw)
+        return out
+    return ref
+
+
+def _functional(name, *pos, **kw):
+    return lambda lib: (lambda *args: getattr(lib, name)(*args, *pos, inplace=False, **kw))
+
+
+MASK_A = fixed(np.array([[True, False, True, False], [False, False, True, True],
+                         [True, True, False, False]]))
+MASK_B = fixed(np.array([[False, True, True, False]]))
+CHOICE = fixed(np.array([[0, 1, 1, 0], [1, 0, 2, 2], [2, 2, 0, 1]], np.int32))
+WRAP = fixed(np.array([[0, 4, -1, 5]], np.int32))
+FLAT = fixed(np.array([[5, 0], [11, 3]], np.int32))
+COORDS = fixed((np.array([0, 2, 1], np.int32), np.array([3, 0, 1], np.int32)))
+
+NUMPY_SELECTION = [
+    # a weak int default makes bool choices int (JAX's lattice): numbers only here
+    call("numpy", fnp, "select", [("masks", [MASK_A, MASK_B, D((3, 4)), D((4,))])], NUM,
+         adapt=lambda lib: (lambda m1, m2, a, b: lib.select([m1, m2], [a, b], -1)),
+         data_args=(2, 3), batched=(2, 3)),
+    call("numpy", fnp, "choose", [("three", [CHOICE, D((3, 4)), D((4,)), D((3, 1))])], SHAPES,
+         adapt=lambda lib: (lambda i, a, b, c: lib.choose(i, [a, b, c])),
+         data_args=(1, 2, 3), batched=(1, 2, 3)),
+    call("numpy", fnp, "choose", [("wrap", [WRAP, D((3, 4)), D((4,))])], SHAPES, label="wrap",
+         adapt=lambda lib: (lambda i, a, b: lib.choose(i, [a, b], mode="wrap")),
+         data_args=(1, 2), batched=(1, 2)),
+    call("numpy", fnp, "compress", [("columns", [fixed(np.array([True, False, True, True])),
+                                                 D((3, 4))])], SHAPES, kw=dict(axis=1),
+         data_args=(1,), batched=(1,), jit=False),
+    call("numpy", fnp, "extract", [("mask", [MASK_A, D((3, 4))])], SHAPES, data_args=(1,),
+         batched=(1,), jit=False),
+    call("numpy", fnp, "place", [("mask", [D((3, 4)), MASK_A, D((3,))])], SHAPES,
+         adapt=_functional("place"), ref=_inplace("place"), data_args=(0, 2), batched=(0, 2)),
+    call("numpy", fnp, "put", [("flat", [D((3, 4)), FLAT, D((3,))])], SHAPES,
+         adapt=_functional("put"), ref=_inplace("put"), data_args=(0, 2), batched=(0, 2)),
+    call("numpy", fnp, "put", [("wrap", [D((3, 4)), WRAP, D((2,))])], SHAPES, label="wrap",
+         adapt=_functional("put", mode="wrap"), ref=_inplace("put", mode="wrap"),
+         data_args=(0, 2), batched=(0, 2)),
+    call("numpy", fnp, "fill_diagonal", [("tall", [D((5, 2)), D((2,))])], SHAPES,
+         adapt=_functional("fill_diagonal", wrap=True), ref=_inplace("fill_diagonal", wrap=True),
+         jax=None),     # JAX has no wrap=True
+    call("numpy", fnp, "fill_diagonal", [("cube", [D((3, 3, 3)), D(())])], SHAPES,
+         label="3-d", adapt=_functional("fill_diagonal"), ref=_inplace("fill_diagonal")),
+    # value-dependent sizes under jit and vmap: size= fixes the shape (JAX's contract)
+    call("numpy", fnp, "nonzero", [("2-d", [MASK_A])], (I32,), "index", label="size",
+         adapt=lambda lib: (lambda m: lib.nonzero(m, size=7, fill_value=-1)),
+         ref=lambda m: tuple(np.concatenate([c, [-1] * 7])[:7] for c in np.nonzero(m)),
+         **NOGRAD),
+    call("numpy", fnp, "flatnonzero", [("2-d", [D((3, 4))])], SHAPES, "index", label="size",
+         adapt=lambda lib: (lambda a: lib.flatnonzero(a, size=3)) if lib is not np else (
+             lambda a: np.concatenate([np.flatnonzero(a), [0, 0, 0]])[:3]), **NOGRAD),
+    call("numpy", fnp, "argwhere", [("2-d", [D((3, 4))])], SHAPES, "index", label="size",
+         adapt=lambda lib: (lambda a: lib.argwhere(a, size=2)), ref=lambda a: np.argwhere(a)[:2],
+         **NOGRAD),
+    call("numpy", fnp, "compress", [("traced", [D((4,)), D((3, 4))])], SHAPES, label="size",
+         adapt=lambda lib: (lambda c, a: lib.compress(c > 0, a, axis=1, size=2, fill_value=7)),
+         ref=lambda c, a: np.concatenate([np.compress(c > 0, a, axis=1),
+                                          np.full((3, 2), 7)], 1)[:, :2].astype(a.dtype),
+         data_args=(1,), batched=(0, 1)),
+]
+
+NUMPY_INDEX_TRICKS = [
+    call("numpy", fnp, "indices", [("none", [])], (I32,), I32, adapt=lambda lib: (
+        lambda: lib.indices((2, 3))), **STATIC),
+    call("numpy", fnp, "indices", [("none", [])], (I32,), I32, label="sparse",
+         adapt=lambda lib: (lambda: tuple(lib.indices((2, 3, 1), sparse=True))), **STATIC),
+    call("numpy", fnp, "unravel_index", [("flat", [FLAT])], (I32,), I32, pos=((3, 4),),
+         **STATIC),
+    call("numpy", fnp, "unravel_index", [("flat", [FLAT])], (I32,), I32, pos=((3, 4),),
+         kw=dict(order="F"), label="F", jax=None, **STATIC),
+    call("numpy", fnp, "ravel_multi_index", [("coords", [COORDS])], (I32,), "index",
+         pos=((3, 4),), **STATIC),
+    call("numpy", fnp, "ravel_multi_index", [("coords", [COORDS])], (I32,), "index",
+         pos=((2, 3),), kw=dict(mode="wrap"), label="wrap", **STATIC),
+    call("numpy", fnp, "mask_indices", [("none", [])], (I32,), "index", adapt=lambda lib: (
+        lambda: lib.mask_indices(4, lib.triu, 1)), **STATIC),
+    call("numpy", fnp, "tril_indices_from", [("2-d", [D((3, 4))])], SHAPES, "index", pos=(1,),
+         **STATIC),
+    call("numpy", fnp, "triu_indices_from", [("2-d", [D((4, 3))])], SHAPES, "index",
+         **STATIC),
+]
+
+CASES = NUMPY_SHAPES + NUMPY_SELECTION + NUMPY_INDEX_TRICKS

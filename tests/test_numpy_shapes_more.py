@@ -156,3 +156,88 @@ def test_shape_errors_name_the_problem():
         fnp.permute_dims(a, (0, 0))
     with pytest.raises(ValueError, match="non-negative"):
         fnp.resize(a, (-1, 2))
+
+
+# --------------------------------------------------------------------------- selection
+
+def test_value_dependent_sizes_need_size_under_jit():
+    x = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, 3.0]])
+    for fn in (fnp.nonzero, fnp.flatnonzero, fnp.argwhere,
+               lambda a: fnp.extract(a > 0, a), lambda a: fnp.compress(a[0] > 0, a, axis=1)):
+        with pytest.raises(ConcretizationError, match="size="):
+            fnad.jit(fn)(x)
+    same(fnad.jit(lambda a: fnp.extract(a > 0, a, size=4, fill_value=-1.0))(x),
+         np.array([1.5, 2.0, 3.0, -1.0]))
+    same(fnad.jit(lambda a: fnp.argwhere(a, size=2))(x), np.array([[0, 1], [1, 0]], np.int32))
+    # the gradient flows through the positions the mask picked
+    grad = fnad.grad(lambda a: fnp.sum(fnp.extract(a > 0, a, size=2) ** 2))(x)
+    same(grad, np.array([[0.0, 3.0, 0.0], [4.0, 0.0, 0.0]]))
+    batched = fnad.vmap(lambda a: fnp.flatnonzero(a, size=2, fill_value=9))(x)
+    same(batched, np.array([[1, 9], [0, 2]], np.int32))
+
+
+def test_functional_writers_need_inplace_false():
+    a = np.zeros((3, 3))
+    for call in (lambda: fnp.put(a, [0], 1.0), lambda: fnp.place(a, a == 0, [1.0]),
+                 lambda: fnp.fill_diagonal(a, 1.0)):
+        with pytest.raises(ValueError, match="inplace=False"):
+            call()
+    out = fnp.put(a, [0, 4], [1.0, 2.0], inplace=False)
+    same(out, np.array([[1.0, 0, 0], [0, 2.0, 0], [0, 0, 0]]))
+    assert not a.any()      # the argument is untouched
+
+
+def test_selection_errors():
+    a = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(ValueError, match=r"\[0, 2\)"):
+        fnp.choose(np.array([0, 2, 1]), [a[0], a[1]])
+    with pytest.raises(IndexError, match="out of bounds"):
+        fnp.put(a, [6], 1.0, inplace=False)
+    with pytest.raises(TypeError, match="boolean"):
+        fnp.select([a], [a])
+    with pytest.raises(ValueError, match="same length"):
+        fnp.select([a > 1], [a, a])
+    with pytest.raises(IndexError, match="out of bounds"):
+        fnp.compress([False, False, False, True], a, axis=1)
+    with pytest.raises(ValueError, match="empty"):
+        fnp.place(a, a > 1, [], inplace=False)
+    with pytest.raises(ShapeError, match="equal length"):
+        fnp.fill_diagonal(np.zeros((2, 3, 2)), 1.0, inplace=False)
+    # a traced index out of range is clipped, as JAX does (no value to check)
+    same(fnad.jit(lambda i: fnp.put(a, i, -1.0, inplace=False))(np.array([9])),
+         np.where(np.arange(6) == 5, -1.0, a.ravel()).reshape(2, 3))
+
+
+# --------------------------------------------------------------------------- index tricks
+
+@pytest.mark.parametrize("expr", [
+    "r_[1:4, 7, [8, 9]]", "r_[0:1:5j]", "r_['0,2', [1, 2], [3, 4]]",
+    "r_['1,2,0', [1, 2], [3, 4]]", "r_['-1,3,1', [1, 2], [3, 4]]",
+    "c_[[1, 2, 3], [4, 5, 6]]", "c_[[[1.5], [2.5]], [5, 6]]", "mgrid[0:3, 0:2]",
+    "mgrid[0:1:3j, 1:2]", "ogrid[0:2, 0:3]", "mgrid[0:5:2]", "indices((2, 3))",
+])
+def test_index_tricks_match_numpy_and_jax(expr):
+    got, want = eval("fnp." + expr), eval("np." + expr)
+    several = isinstance(want, (list, tuple))
+    assert several == isinstance(got, (list, tuple))
+    for g, w in zip(got if several else [got], want if several else [want]):
+        g = np.asarray(g)
+        assert g.shape == w.shape and np.allclose(g, w), (expr, g, w)
+        assert g.dtype.kind == w.dtype.kind and g.dtype.itemsize == 4   # default types
+    jnp = pytest.importorskip("jax.numpy")
+    jax_out = eval("jnp." + expr)
+    for g, j in zip(got if several else [got], jax_out if several else [jax_out]):
+        assert np.asarray(g).dtype == np.asarray(j).dtype, expr
+
+
+def test_index_expressions_and_errors():
+    assert fnp.s_[1:3, ::2] == np.s_[1:3, ::2] and fnp.index_exp[2] == (2,)
+    with pytest.raises(ValueError, match="matrices"):
+        fnp.r_["r", [1, 2]]
+    with pytest.raises(ValueError, match="out of bounds"):
+        fnp.unravel_index(np.array([12]), (3, 4))
+    with pytest.raises(ValueError, match="dimension 1"):
+        fnp.ravel_multi_index((np.array([0]), np.array([4])), (3, 4))
+    # traced flat indices are clipped into range (JAX's rule)
+    rows, cols = fnad.jit(lambda i: fnp.unravel_index(i, (3, 4)))(np.array([5, 30]))
+    same(rows, np.array([1, 2])) and same(cols, np.array([1, 3]))
