@@ -17,6 +17,9 @@ from .operators import (  # noqa: F401,A004
     bitwise_or, bitwise_xor, real, imag, conj, complex, acosh)
 from ..primitives.sort import sort, sort_key_val, argsort  # noqa: E402,F401
 from . import linalg  # noqa: E402,F401
+from .special import (  # noqa: E402,F401
+    lgamma, digamma, polygamma, erf_inv, erfc, igamma, igammac, igamma_grad_a, betainc,
+    bessel_i0e, bessel_i1e, zeta)
 from .fft import fft, FftType  # noqa: E402,F401
 from ..primitives.index import (  # noqa: E402,F401
     gather, scatter, scatter_add, scatter_mul, scatter_min, scatter_max, dynamic_slice,

@@ -16,6 +16,7 @@ from ._products import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
 from ._einsum import einsum  # noqa: F401
+from ._special import i0  # noqa: F401
 from ._complex import *  # noqa: F401,F403
 from ..dtypes import complex64, complex128, complex64 as csingle  # noqa: F401
 from ..dtypes import complex128 as complex_, complex128 as cdouble  # noqa: F401

@@ -1,26 +1,338 @@
-"""scipy.special functions as composites of fnad primitives."""
+"""scipy.special functions as composites of fnad primitives (JAX's signatures, scipy's
+values: poles, NaN and domain edges included). The special functions themselves are
+primitives of fnad/primitives/special.py; what is here is the algebra around them."""
+import math
+
 import numpy as np
 
 from .. import numpy as fnp
 from ..lax import stop_gradient
+from ..primitives import special as S
 from ..primitives.elementwise import erf_p, logistic_p
 from ..numpy._core import promote_inexact
+from ..numpy._special import i0
+
+_SQRT_HALF = math.sqrt(0.5)
 
 
-def logsumexp(a, axis=None, keepdims=False, b=None):
-    """log(sum(b * exp(a))), shifted by the maximum so large inputs do not overflow."""
+# --------------------------------------------------------------------------- gamma family
+
+def gammaln(x):
+    """log |Gamma(x)|."""
+    x, = promote_inexact(x)
+    return S.lgamma_p.bind(x)
+
+
+def gammasgn(x):
+    """The sign of Gamma(x): +1 for x > 0 and +0, -1 for -0, (-1)^ceil(-x) between the
+    poles, NaN at the poles and -inf."""
+    x, = promote_inexact(x)
+    floor = fnp.floor(x)
+    between = 1 - 2 * fnp.remainder(floor, 2)
+    negative = fnp.where(floor == x, np.nan, between)
+    return fnp.where(x > 0, 1.0, fnp.where(x == 0, fnp.copysign(1.0, x), negative)).astype(
+        x.dtype)
+
+
+def gamma(x):
+    x, = promote_inexact(x)
+    return gammasgn(x) * fnp.exp(gammaln(x))
+
+
+def loggamma(x):
+    """log Gamma(x) of a real x: NaN where Gamma is negative or undefined (x < 0), as
+    scipy's for real input."""
+    x, = promote_inexact(x)
+    return fnp.where(x < 0, np.nan, gammaln(x)).astype(x.dtype)
+
+
+def digamma(x):
+    x, = promote_inexact(x)
+    return S.digamma_p.bind(x)
+
+
+psi = digamma
+
+
+def polygamma(n, x):
+    """The n-th derivative of digamma; n a nonnegative integer (NaN otherwise)."""
+    n, x = promote_inexact(n, x)
+    return S.polygamma_p.bind(n, x)
+
+
+def multigammaln(a, d):
+    """The log of the multivariate gamma function of dimension d (a static int)."""
+    d = _static_int(d, "multigammaln", "d")
     a, = promote_inexact(a)
+    total = d * (d - 1) / 4 * math.log(math.pi)
+    for j in range(d):
+        total = total + gammaln(a - j / 2)
+    return total
+
+
+def _static_int(value, name, arg):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: {arg} must be a Python int, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name}: {arg} must be at least 1, got {value}")
+    return int(value)
+
+
+def betaln(a, b):
+    """log |B(a, b)|: lgamma of the smaller argument plus _log_gamma_ratio of the larger,
+    so that two huge log-gammas never cancel (betaln(1e10, 1) keeps all its digits)."""
+    a, b = promote_inexact(a, b)
+    big, small = fnp.maximum(a, b), fnp.minimum(a, b)
+    return gammaln(small) + _log_gamma_ratio(big, small)
+
+
+def _log_gamma_ratio(a, b):
+    """lgamma(a) - lgamma(a + b). Where a and a + b pass 15 it comes from Stirling's
+    series, the log of a / (a + b) taken as log1p: (a - 1/2) log(a / (a + b))
+    - b log(a + b) + b + c(a) - c(a + b), c the series' correction."""
+    direct = gammaln(a) - gammaln(a + b)
+    large = (a >= 15) & (a + b >= 15)
+    # each branch sees only arguments it is good for, so the other's derivative is finite
+    a_safe = fnp.where(large, a, 15.0).astype(a.dtype)
+    b_safe = fnp.where(large, b, 1.0).astype(b.dtype)
+    total = a_safe + b_safe
+    stirling = ((a_safe - 0.5) * -fnp.log1p(b_safe / a_safe) - b_safe * fnp.log(total)
+                + b_safe + _stirling_correction(a_safe) - _stirling_correction(total))
+    return fnp.where(large, stirling, direct)
+
+
+def _stirling_correction(x):
+    # lgamma(x) - ((x - 1/2) log x - x + log(2 pi)/2): its asymptotic series, the
+    # first omitted term below 3e-16 for x >= 15.
+    inv = 1 / x
+    inv2 = inv * inv
+    return inv * (1 / 12 - inv2 * (1 / 360 - inv2 * (1 / 1260 - inv2 * (1 / 1680
+                                                                         - inv2 / 1188))))
+
+
+def beta(a, b):
+    a, b = promote_inexact(a, b)
+    sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
+    return sign * fnp.exp(betaln(a, b))
+
+
+def betainc(a, b, x):
+    """The regularized incomplete beta function I_x(a, b)."""
+    a, b, x = promote_inexact(a, b, x)
+    return S.betainc_p.bind(a, b, x)
+
+
+def gammainc(a, x):
+    """The regularized lower incomplete gamma function P(a, x)."""
+    a, x = promote_inexact(a, x)
+    return S.igamma_p.bind(a, x)
+
+
+def gammaincc(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    a, x = promote_inexact(a, x)
+    return S.igammac_p.bind(a, x)
+
+
+def factorial(n, exact=False):
+    """Gamma(n + 1), 0 for n < 0 (scipy's, for real n)."""
+    if exact:
+        raise ValueError("factorial: exact=True is not supported (as in JAX); the result "
+                         "is a float")
+    n, = promote_inexact(n)
+    return fnp.where(n < 0, 0.0, fnp.exp(gammaln(n + 1))).astype(n.dtype)
+
+
+def comb(N, k, *, exact=False, repetition=False):
+    """The number of combinations of N things taken k at a time, through log-gammas; 0
+    outside 0 <= k <= N."""
+    if exact:
+        raise ValueError("comb: exact=True is not supported (as in JAX); the result is a "
+                         "float")
+    N, k = promote_inexact(N, k)
+    if repetition:
+        N = N + k - 1
+    inside = (k >= 0) & (N >= 0) & (k <= N)
+    value = fnp.exp(gammaln(N + 1) - gammaln(k + 1) - gammaln(N - k + 1))
+    return fnp.where(inside, value, 0.0).astype(N.dtype)
+
+
+def poch(z, m):
+    """The rising factorial Gamma(z + m) / Gamma(z)."""
+    z, m = promote_inexact(z, m)
+    sign = gammasgn(z + m) * gammasgn(z)
+    value = sign * fnp.exp(-_log_gamma_ratio(z, m))
+    return fnp.where(m == 0, 1.0, value).astype(z.dtype)
+
+
+def zeta(x, q=None):
+    """The Hurwitz zeta function sum_k (q + k)^-x; Riemann's when q is None."""
+    if q is None:
+        x, = promote_inexact(x)
+        q = fnp.ones((), x.dtype)
+    x, q = promote_inexact(x, q)
+    return S.zeta_p.bind(x, q)
+
+
+# --------------------------------------------------------------------------- error function
+
+def erf(x):
+    x, = promote_inexact(x)
+    return erf_p.bind(x)
+
+
+def erfc(x):
+    x, = promote_inexact(x)
+    return S.erfc_p.bind(x)
+
+
+def erfinv(x):
+    x, = promote_inexact(x)
+    return S.erf_inv_p.bind(x)
+
+
+def erfcx(x):
+    """exp(x^2) erfc(x), finite where erfc underflows."""
+    x, = promote_inexact(x)
+    return S.erfcx_p.bind(x)
+
+
+def ndtr(x):
+    """The standard normal CDF, 0.5 erfc(-x / sqrt 2): accurate in the left tail."""
+    x, = promote_inexact(x)
+    return 0.5 * erfc(-_SQRT_HALF * x)
+
+
+def ndtri(p):
+    """The standard normal quantile, inverse of ndtr."""
+    p, = promote_inexact(p)
+    return S.ndtri_p.bind(p)
+
+
+def log_ndtr(x, series_order=3):
+    """log ndtr(x): log1p(-ndtr(-x)) on the right, log(erfcx(-x/sqrt 2) / 2) - x^2/2 on
+    the left, so that neither tail underflows. series_order is accepted for JAX's
+    signature; erfcx needs no series."""
+    x, = promote_inexact(x)
+    left = x < -1
+    # each branch sees only arguments it is good for, so the other's derivative is finite
+    xl = fnp.where(left, x, -1.0).astype(x.dtype)
+    xr = fnp.where(left, 0.0, x).astype(x.dtype)
+    left_value = fnp.log(0.5 * erfcx(-_SQRT_HALF * xl)) - 0.5 * xl * xl
+    right_value = fnp.log1p(-0.5 * erfc(_SQRT_HALF * xr))
+    return fnp.where(left, left_value, right_value)
+
+
+# --------------------------------------------------------------------------- logs and entropies
+
+def xlogy(x, y):
+    """x log y, 0 where x = 0 and y is not NaN (scipy's). Its derivative in x is log y
+    also at x = 0."""
+    x, y = promote_inexact(x, y)
+    # Only the values where x log y is not already 0 (log y infinite or NaN) are replaced.
+    bad = (x == 0) & (y == y) & ~((y > 0) & (y < np.inf))
+    return x * fnp.log(fnp.where(bad, 1.0, y).astype(y.dtype))
+
+
+def xlog1py(x, y):
+    """x log1p(y), 0 where x = 0 and y is not NaN."""
+    x, y = promote_inexact(x, y)
+    bad = (x == 0) & (y == y) & ~((y > -1) & (y < np.inf))
+    return x * fnp.log1p(fnp.where(bad, 0.0, y).astype(y.dtype))
+
+
+def entr(x):
+    """-x log x; 0 at 0, -inf for x < 0."""
+    x, = promote_inexact(x)
+    safe = fnp.where(x < 0, 1.0, x).astype(x.dtype)
+    return fnp.where(x < 0, -np.inf, -xlogy(safe, safe)).astype(x.dtype)
+
+
+def rel_entr(p, q):
+    """p log(p / q) for p, q > 0; 0 where p = 0 <= q; inf otherwise."""
+    p, q = promote_inexact(p, q)
+    both = (p > 0) & (q > 0)
+    safe_p = fnp.where(both, p, 1.0).astype(p.dtype)
+    safe_q = fnp.where(both, q, 1.0).astype(q.dtype)
+    value = safe_p * fnp.log(safe_p / safe_q)
+    edge = fnp.where((p == 0) & (q >= 0), 0.0, np.inf).astype(p.dtype)
+    nan = (p != p) | (q != q)
+    return fnp.where(nan, p + q, fnp.where(both, value, edge))
+
+
+def kl_div(p, q):
+    """p log(p / q) - p + q for p, q > 0; q where p = 0 <= q; inf otherwise."""
+    p, q = promote_inexact(p, q)
+    both = (p > 0) & (q > 0)
+    return fnp.where(both | (p != p) | (q != q), rel_entr(p, q) - p + q,
+                     fnp.where((p == 0) & (q >= 0), q, np.inf).astype(q.dtype))
+
+
+def boxcox(x, lmbda):
+    """(x^lmbda - 1) / lmbda, log x at lmbda = 0."""
+    x, lmbda = promote_inexact(x, lmbda)
+    return _boxcox(fnp.log(x), lmbda)
+
+
+def boxcox1p(x, lmbda):
+    """((1 + x)^lmbda - 1) / lmbda, log1p x at lmbda = 0."""
+    x, lmbda = promote_inexact(x, lmbda)
+    return _boxcox(fnp.log1p(x), lmbda)
+
+
+def _boxcox(log_x, lmbda):
+    zero = lmbda == 0
+    safe = fnp.where(zero, 1.0, lmbda).astype(lmbda.dtype)
+    # At lmbda = 0 the value is log x and the derivative in lmbda (log x)^2 / 2.
+    return fnp.where(zero, log_x + 0.5 * lmbda * log_x * log_x, fnp.expm1(safe * log_x) / safe)
+
+
+# --------------------------------------------------------------------------- Bessel
+
+def i0e(x):
+    x, = promote_inexact(x)
+    return S.bessel_i0e_p.bind(x)
+
+
+def i1e(x):
+    x, = promote_inexact(x)
+    return S.bessel_i1e_p.bind(x)
+
+
+def i1(x):
+    x, = promote_inexact(x)
+    return S.bessel_i1e_p.bind(x) * fnp.exp(fnp.abs(x))
+
+
+# --------------------------------------------------------------------------- softmax family
+
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """log |sum(b * exp(a))|, shifted by the maximum so large inputs do not overflow;
+    with return_sign, also the sign of the sum (which may then be negative)."""
+    a, = promote_inexact(a)
+    if b is not None:
+        a, b = promote_inexact(a, b)
+    if where is not None:
+        a = fnp.where(where, a, -np.inf).astype(a.dtype)
     # The shift cancels mathematically, so it needs no derivative; a non-finite max
     # (all -inf) is replaced by 0 so the shift itself never makes NaNs.
     m = stop_gradient(fnp.max(a, axis=axis, keepdims=True))
-    m = fnp.where(fnp.isfinite(m), m, 0)
+    m = fnp.where(fnp.isfinite(m), m, 0.0).astype(a.dtype)
     e = fnp.exp(a - m)
     if b is not None:
         e = e * b
-    out = fnp.log(fnp.sum(e, axis=axis, keepdims=True)) + m
+    total = fnp.sum(e, axis=axis, keepdims=True)
+    if return_sign:
+        sign = fnp.sign(total)
+        out = fnp.log(fnp.abs(total)) + m
+    else:
+        out = fnp.log(total) + m
     if not keepdims:
-        out = fnp.squeeze(out, axis=axis if axis is not None else tuple(range(a.ndim)))
-    return out
+        axes = axis if axis is not None else tuple(range(a.ndim))
+        out = fnp.squeeze(out, axis=axes)
+        if return_sign:
+            sign = fnp.squeeze(sign, axis=axes)
+    return (out, sign) if return_sign else out
 
 
 def expit(x):
@@ -31,27 +343,6 @@ def expit(x):
 def logit(x):
     x, = promote_inexact(x)
     return fnp.log(x) - fnp.log1p(-x)
-
-
-def erf(x):
-    x, = promote_inexact(x)
-    return erf_p.bind(x)
-
-
-def erfc(x):
-    return 1 - erf(x)
-
-
-def xlogy(x, y):
-    x, y = promote_inexact(x, y)
-    safe_y = fnp.where(x == 0, 1, y)
-    return fnp.where(x == 0, 0, x * fnp.log(safe_y))
-
-
-def xlog1py(x, y):
-    x, y = promote_inexact(x, y)
-    safe_y = fnp.where(x == 0, 0, y)
-    return fnp.where(x == 0, 0, x * fnp.log1p(safe_y))
 
 
 def softmax(x, axis=-1):
@@ -68,6 +359,9 @@ def log_softmax(x, axis=-1):
     return shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True))
 
 
-__all__ = ["logsumexp", "expit", "logit", "erf", "erfc", "xlogy", "xlog1py", "softmax",
+__all__ = ["gammaln", "gammasgn", "gamma", "loggamma", "digamma", "psi", "polygamma",
+           "multigammaln", "betaln", "beta", "betainc", "gammainc", "gammaincc", "factorial",
+           "comb", "poch", "zeta", "erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri",
+           "log_ndtr", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "boxcox",
+           "boxcox1p", "i0", "i0e", "i1", "i1e", "logsumexp", "expit", "logit", "softmax",
            "log_softmax"]
-del np

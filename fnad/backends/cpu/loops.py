@@ -17,7 +17,7 @@ from ... import config
 from ...cache import register
 from ...program import Literal
 from ...kernels.disk_cache import helpers_digest
-from ...kernels.cpu import elementwise, loop_linalg
+from ...kernels.cpu import elementwise, loop_linalg, special
 from ...kernels.disk_cache import import_generated
 from ..fusion import Group, KernelSource, literal, materialized, partition
 from . import njit
@@ -127,9 +127,10 @@ import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
 from fnad.backends.cpu.njit import load_kernel
 from fnad.kernels.cpu import loop_linalg
+from fnad.kernels.cpu import special
 """
 # The modules whose functions a loop calls (and Numba compiles into it).
-HELPERS = (elementwise, loop_linalg)
+HELPERS = (elementwise, loop_linalg, special)
 
 
 JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'

@@ -3,7 +3,7 @@ loading one (from the on-disk cache when it is there) as a numba.njit function."
 import numba  # noqa: F401  (kernel sources name it)
 import numpy as np
 
-from ...kernels.cpu import elementwise, half
+from ...kernels.cpu import elementwise, half, special
 from ...kernels.disk_cache import helpers_digest, import_generated
 
 
@@ -12,9 +12,10 @@ import numba
 import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
 from fnad.kernels.cpu import half
+from fnad.kernels.cpu import special
 """
 # The modules whose functions generated kernels call (and Numba compiles into them).
-HELPERS = (elementwise, half)
+HELPERS = (elementwise, half, special)
 
 
 def kernel_header():

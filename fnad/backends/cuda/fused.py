@@ -13,7 +13,7 @@ import numpy as np
 
 from ...abstract import ShapedArray
 from ...program import Equation, Var
-from ...kernels.cpu import elementwise as cpu_elementwise
+from ...kernels.cpu import elementwise as cpu_elementwise, special as cpu_special
 from ..fusion import Group, KernelSource, unflatten
 from ...kernels.disk_cache import helpers_digest, import_generated
 from . import device_numpy, runtime, scalar_functions
@@ -26,10 +26,11 @@ from numba import cuda
 from fnad.backends.cuda import device_numpy as np
 from fnad.backends.cuda import scalar_functions as kernels
 from fnad.backends.cuda.scalar_functions import maximum as max, minimum as min
+from fnad.kernels.cpu import special
 """
 # The modules whose functions generated kernels call (scalar_functions compiles the
 # cpu elementwise helpers as device functions).
-HELPERS = (device_numpy, scalar_functions, cpu_elementwise)
+HELPERS = (device_numpy, scalar_functions, cpu_elementwise, cpu_special)
 
 
 def kernel_header():

@@ -1,0 +1,608 @@
+"""Special functions of one element, and their numpy kernels.
+
+Every function is computed in float64 and rounded once to its argument's type, so
+eager kernels (Numba ufuncs over these) and the fused loops of jit (which inline the
+`*_scalar` functions, see fnad/primitives/special.py) give the same bits. The
+algorithms are the textbook ones, chosen for being short and accurate to a few ulps in
+float64 over the range scipy covers: recurrences plus asymptotic series (digamma,
+Bessel), Euler-Maclaurin summation (Hurwitz zeta), power series and continued fractions
+evaluated by the modified Lentz method (incomplete gamma and beta), Halley's iteration
+on erf / erfc (their inverses). Domain edges (poles, NaN, infinities) follow scipy.
+"""
+import math
+
+import numba
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+EPS = 2.220446049250313e-16
+TINY = 1e-300
+MAX_ITERATIONS = 100000
+SQRT_PI = 1.7724538509055159
+SQRT2 = 1.4142135623730951
+
+# B_2j / (2j)!, j = 1..12: the Bernoulli numbers' share in the Euler-Maclaurin sums.
+_B2J = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510,
+        43867 / 798, -174611 / 330, 854513 / 138, -236364091 / 2730)
+BERNOULLI_OVER_FACTORIAL = tuple(b / math.factorial(2 * j + 2) for j, b in enumerate(_B2J))
+# B_2j / 2j, j = 1..7: digamma's asymptotic series.
+_DIGAMMA_SERIES = tuple(b / (2 * j + 2) for j, b in enumerate(_B2J[:7]))
+
+
+# --------------------------------------------------------------------------- gamma family
+
+@numba.njit(cache=True)
+def lgamma64(x):
+    if x == -math.inf:
+        return -math.inf       # scipy's gammaln(-inf)
+    return math.lgamma(x)
+
+
+@numba.njit(cache=True)
+def digamma64(x):
+    if x != x or x == -math.inf:
+        return math.nan
+    if x == math.inf:
+        return x
+    if x == 0:
+        return -math.copysign(math.inf, x)      # scipy: -inf at +0, +inf at -0
+    result = 0.0
+    if x < 0:
+        if x == math.floor(x):
+            return math.nan
+        # Reflection psi(x) = psi(1 - x) - pi / tan(pi x), tan taken on the fractional
+        # part (period 1) so that large |x| loses no accuracy to pi * x.
+        r = x - math.floor(x)
+        result = -math.pi / math.tan(math.pi * r)
+        x = 1.0 - x
+    while x < 10.0:             # psi(x) = psi(x + 1) - 1/x, up to where the series is good
+        result -= 1.0 / x
+        x += 1.0
+    # psi(x) ~ log x - 1/(2x) - sum_j B_2j / (2j x^2j); at x >= 10 seven terms reach 1e-17.
+    inv2 = 1.0 / (x * x)
+    series = 0.0
+    power = inv2
+    for j in range(7):
+        series += _DIGAMMA_SERIES[j] * power
+        power *= inv2
+    return result + math.log(x) - 0.5 / x - series
+
+
+@numba.njit(cache=True)
+def zeta64(s, q):
+    """Hurwitz zeta: sum over k >= 0 of (q + k)^-s, for s > 1."""
+    if s != s or q != q:
+        return math.nan
+    if s == 1.0:
+        return math.inf
+    if s < 1.0:
+        return math.nan
+    if q == math.inf:
+        return 0.0
+    if s == math.inf:
+        return 0.0 if q > 1 else (1.0 if q == 1 else math.inf)
+    total = 0.0
+    if q <= 0:
+        if q == math.floor(q):
+            return math.inf                     # a pole: a term (q + k)^-s is 1/0
+        if s != math.floor(s):
+            return math.nan                     # a negative base to a fractional power
+        while q < 0:
+            total += math.pow(q, -s)
+            q += 1.0
+    # Euler-Maclaurin: the first N terms summed, the rest as an integral plus corrections.
+    n = 10
+    for k in range(n):
+        total += math.pow(q + k, -s)
+    a = q + n
+    a_s = math.pow(a, -s)
+    total += a * a_s / (s - 1.0) + 0.5 * a_s
+    rising = s                  # s (s + 1) ... (s + 2j - 2)
+    power = a_s / a             # a^(-s - 2j + 1)
+    previous = math.inf
+    for j in range(12):
+        term = BERNOULLI_OVER_FACTORIAL[j] * rising * power
+        if abs(term) >= previous:
+            break               # the asymptotic tail has started to grow: stop at its best
+        total += term
+        if abs(term) < EPS * abs(total):
+            break
+        previous = abs(term)
+        rising *= (s + 2 * j + 1) * (s + 2 * j + 2)
+        power /= a * a
+    return total
+
+
+@numba.njit(cache=True)
+def polygamma64(n, x):
+    if n != n or x != x:
+        return math.nan
+    if n < 0 or n != math.floor(n):
+        return math.nan
+    if n == 0:
+        return digamma64(x)
+    # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x)
+    sign = 1.0 if int(n) % 2 == 1 else -1.0
+    return sign * math.exp(math.lgamma(n + 1.0)) * zeta64(n + 1.0, x)
+
+
+# --------------------------------------------------------------------------- error function
+
+@numba.njit(cache=True)
+def _exp_square(x):
+    """exp(x * x) with the rounding error of x * x put back (Dekker's product), which
+    would otherwise cost x^2 ulps."""
+    c = 134217729.0 * x                         # 2**27 + 1: Veltkamp's split
+    high = c - (c - x)
+    low = x - high
+    square = x * x
+    error = ((high * high - square) + 2.0 * high * low) + low * low
+    return math.exp(square) * (1.0 + error)
+
+
+@numba.njit(cache=True)
+def erfc64(x):
+    return math.erfc(x)
+
+
+@numba.njit(cache=True)
+def erfcx64(x):
+    """exp(x^2) erfc(x), finite far past where erfc underflows."""
+    if x != x:
+        return x
+    if x < 0:
+        if x < -26.7:
+            return math.inf
+        return 2.0 * _exp_square(x) - erfcx64(-x)
+    if x < 25.0:
+        return _exp_square(x) * math.erfc(x)
+    # Asymptotic: 1/(x sqrt(pi)) sum_n (-1)^n (2n - 1)!! / (2x^2)^n; at x >= 25 eight
+    # terms are below an ulp.
+    if x == math.inf:
+        return 0.0
+    inv = 1.0 / (2.0 * x * x)
+    term, total = 1.0, 1.0
+    for k in range(1, 12):
+        term *= -(2 * k - 1) * inv
+        total += term
+    return total / (x * SQRT_PI)
+
+
+@numba.njit(cache=True)
+def _erf_inverse_central(y):
+    """x with erf(x) = y, for |y| <= 1/2."""
+    if y == 0:
+        return y
+    # Maclaurin series of erfinv to y^7, then Halley steps on erf (f''/f' = -2x).
+    c = 0.5 * SQRT_PI * y
+    pi = math.pi
+    x = c * (1.0 + pi / 12 * y * y + 7 * pi * pi / 480 * y ** 4
+             + 127 * pi ** 3 / 40320 * y ** 6)
+    for _ in range(3):
+        u = (math.erf(x) - y) / (2.0 / SQRT_PI * math.exp(-x * x))
+        x -= u / (1.0 + x * u)
+    return x
+
+
+@numba.njit(cache=True)
+def _erfc_inverse(z):
+    """x >= 0 with erfc(x) = z, for z in (0, 1]."""
+    if z >= 0.5:
+        return _erf_inverse_central(1.0 - z)    # 1 - z is exact (Sterbenz)
+    # Start from the normal quantile approximation of Abramowitz & Stegun 26.2.23
+    # (error below 4.5e-4), then Halley steps: f = erfc(x) - z has f''/f' = -2x.
+    t = math.sqrt(-2.0 * math.log(0.5 * z))
+    x = (t - (2.515517 + 0.802853 * t + 0.010328 * t * t)
+         / (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t * t * t)) / SQRT2
+    for _ in range(4):
+        slope = -2.0 / SQRT_PI * math.exp(-x * x)
+        if slope == 0:
+            break
+        u = (math.erfc(x) - z) / slope
+        x -= u / (1.0 + x * u)
+    return x
+
+
+@numba.njit(cache=True)
+def erf_inv64(y):
+    if y != y or abs(y) > 1:
+        return math.nan
+    if abs(y) == 1:
+        return math.copysign(math.inf, y)
+    if abs(y) > 0.5:
+        # 1 - |y| is exact here, so the tail keeps its precision.
+        return math.copysign(_erfc_inverse(1.0 - abs(y)), y)
+    return _erf_inverse_central(y)
+
+
+@numba.njit(cache=True)
+def ndtri64(p):
+    """The standard normal quantile: -sqrt(2) erfcinv(2p), through whichever of p and
+    1 - p is smaller, so tails keep their relative precision."""
+    if p != p or p < 0 or p > 1:
+        return math.nan
+    if p == 0:
+        return -math.inf
+    if p == 1:
+        return math.inf
+    if p < 0.5:
+        return -SQRT2 * _erfc_inverse(2.0 * p)
+    return SQRT2 * _erfc_inverse(2.0 * (1.0 - p))
+
+
+# --------------------------------------------------------------------------- incomplete gamma
+
+@numba.njit(cache=True)
+def _gamma_series(a, x):
+    """P(a, x) by its power series, and dP/da: P = exp(L) S with L = a log x - x -
+    lgamma(a + 1), S = sum_k prod_{j<=k} x / (a + j)."""
+    term, total = 1.0, 1.0
+    dterm, dtotal = 0.0, 0.0            # d/da of the term and the sum
+    harmonic = 0.0                      # sum_{j<=k} 1 / (a + j)
+    for k in range(1, MAX_ITERATIONS):
+        term *= x / (a + k)
+        harmonic += 1.0 / (a + k)
+        dterm = -term * harmonic
+        total += term
+        dtotal += dterm
+        if term < EPS * total and abs(dterm) < EPS * abs(dtotal) + EPS * EPS:
+            break
+    log_front = a * math.log(x) - x - math.lgamma(a + 1.0)
+    front = math.exp(log_front)
+    dlog_front = math.log(x) - digamma64(a + 1.0)
+    return front * total, front * (total * dlog_front + dtotal)
+
+
+@numba.njit(cache=True)
+def _gamma_fraction(a, x):
+    """Q(a, x) by Legendre's continued fraction (modified Lentz), and dQ/da, carried
+    through the recurrence as a dual number."""
+    b, db = x + 1.0 - a, -1.0
+    c, dc = 1.0 / TINY, 0.0
+    d = 1.0 / b
+    dd = -db / (b * b)
+    h, dh = d, dd
+    for i in range(1, MAX_ITERATIONS):
+        an, dan = -i * (i - a), float(i)
+        b += 2.0
+        nd = an * d + b
+        ndd = dan * d + an * dd + db
+        if abs(nd) < TINY:
+            nd = TINY
+        nc = b + an / c
+        ndc = db + dan / c - (an / c) * (dc / c)
+        if abs(nc) < TINY:
+            nc = TINY
+        d = 1.0 / nd
+        dd = -ndd * d * d
+        c, dc = nc, ndc
+        delta = c * d
+        ddelta = dc * d + c * dd
+        dh = dh * delta + h * ddelta
+        h *= delta
+        if abs(delta - 1.0) < EPS and abs(ddelta) < EPS:
+            break
+    log_front = a * math.log(x) - x - math.lgamma(a)
+    front = math.exp(log_front)
+    dlog_front = math.log(x) - digamma64(a)
+    return front * h, front * (h * dlog_front + dh)
+
+
+@numba.njit(cache=True)
+def _igamma_edge(a, x, lower):
+    """P (lower) or Q on the edges of the domain, nan for an interior point."""
+    if a != a or x != x or a < 0 or x < 0:
+        return math.nan
+    if a == 0:
+        if x == 0:
+            return math.nan
+        return 1.0 if lower else 0.0
+    if a == math.inf:
+        if x == math.inf:
+            return math.nan
+        return 0.0 if lower else 1.0
+    if x == 0:
+        return 0.0 if lower else 1.0
+    if x == math.inf:
+        return 1.0 if lower else 0.0
+    return -1.0
+
+
+@numba.njit(cache=True)
+def igamma64(a, x):
+    """The regularized lower incomplete gamma function P(a, x)."""
+    edge = _igamma_edge(a, x, True)
+    if edge != -1.0:
+        return edge
+    if x < a + 1.0:
+        return _gamma_series(a, x)[0]
+    return 1.0 - _gamma_fraction(a, x)[0]
+
+
+@numba.njit(cache=True)
+def igammac64(a, x):
+    """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
+    edge = _igamma_edge(a, x, False)
+    if edge != -1.0:
+        return edge
+    if x < a + 1.0:
+        return 1.0 - _gamma_series(a, x)[0]
+    return _gamma_fraction(a, x)[0]
+
+
+@numba.njit(cache=True)
+def igamma_grad_a64(a, x):
+    """dP(a, x)/da."""
+    edge = _igamma_edge(a, x, True)
+    if edge != -1.0:
+        return math.nan if edge != edge else 0.0
+    if x < a + 1.0:
+        return _gamma_series(a, x)[1]
+    return -_gamma_fraction(a, x)[1]
+
+
+# --------------------------------------------------------------------------- incomplete beta
+
+@numba.njit(cache=True)
+def _beta_fraction(a, b, x):
+    """I_x(a, b) by its continued fraction (modified Lentz), good for x < (a+1)/(a+b+2)."""
+    c = 1.0
+    d = 1.0 - (a + b) * x / (a + 1.0)
+    if abs(d) < TINY:
+        d = TINY
+    d = 1.0 / d
+    h = d
+    for m in range(1, MAX_ITERATIONS):
+        # the even step d_2m, then the odd step d_2m+1
+        num = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        d = 1.0 + num * d
+        d = TINY if abs(d) < TINY else d
+        c = 1.0 + num / c
+        c = TINY if abs(c) < TINY else c
+        d = 1.0 / d
+        h *= d * c
+        num = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+        d = 1.0 + num * d
+        d = TINY if abs(d) < TINY else d
+        c = 1.0 + num / c
+        c = TINY if abs(c) < TINY else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < EPS:
+            break
+    log_front = (a * math.log(x) + b * math.log1p(-x)
+                 - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
+    return math.exp(log_front) * h / a
+
+
+@numba.njit(cache=True)
+def betainc64(a, b, x):
+    """The regularized incomplete beta function I_x(a, b)."""
+    if a != a or b != b or x != x or a < 0 or b < 0 or x < 0 or x > 1:
+        return math.nan
+    if a == 0 or b == 0:
+        if a == 0 and b == 0:
+            return math.nan
+        return 1.0 if a == 0 else 0.0
+    if x == 0 or x == 1:
+        return x
+    if x > (a + 1.0) / (a + b + 2.0):
+        return 1.0 - _beta_fraction(b, a, 1.0 - x)
+    return _beta_fraction(a, b, x)
+
+
+# --------------------------------------------------------------------------- Bessel
+
+@numba.njit(cache=True)
+def _bessel_ie(nu, x):
+    """exp(-x) I_nu(x) for nu in {0, 1} and x >= 0."""
+    if x == math.inf:
+        return 0.0
+    if x <= 25.0:
+        # sum_k (x/2)^(2k + nu) / (k! (k + nu)!): positive terms, exact to a few ulps.
+        quarter = 0.25 * x * x
+        term = 1.0 if nu == 0 else 0.5 * x
+        total = term
+        for k in range(1, 500):
+            term *= quarter / (k * (k + nu))
+            total += term
+            if term < EPS * total:
+                break
+        return total * math.exp(-x)
+    # e^x / sqrt(2 pi x) sum_k (-1)^k prod_{j<=k} (4 nu^2 - (2j - 1)^2) / (k! (8x)^k),
+    # an asymptotic series whose smallest term, past x = 25, is far below an ulp.
+    mu = 4.0 * nu * nu
+    term, total = 1.0, 1.0
+    for k in range(1, 60):
+        previous = abs(term)
+        term *= -(mu - (2 * k - 1) ** 2) / (8.0 * k * x)
+        if abs(term) >= previous:
+            break
+        total += term
+        if abs(term) < EPS * abs(total):
+            break
+    return total / math.sqrt(2.0 * math.pi * x)
+
+
+@numba.njit(cache=True)
+def bessel_i0e64(x):
+    if x != x:
+        return x
+    return _bessel_ie(0, abs(x))
+
+
+@numba.njit(cache=True)
+def bessel_i1e64(x):
+    if x != x or x == 0:
+        return x
+    return math.copysign(_bessel_ie(1, abs(x)), x)
+
+
+# --------------------------------------------------------------------------- typed entry points
+# The functions scalar expressions call: float64 in, float64 out; float32 (and float16,
+# on the cuda simulator) through float64, rounded once. Compiled callers take the
+# overloads; plain Python (the cuda simulator) the functions themselves.
+
+def _typed1(f64):
+    def scalar(x):
+        if isinstance(x, (np.float16, np.float32)):
+            return type(x)(f64(float(x)))
+        return f64(x)
+
+    @overload(scalar)
+    def _scalar(x):
+        if x == types.float32:
+            return lambda x: np.float32(f64(np.float64(x)))
+        return lambda x: f64(x)
+    return scalar
+
+
+def _typed2(f64):
+    def scalar(x, y):
+        if isinstance(x, (np.float16, np.float32)):
+            return type(x)(f64(float(x), float(y)))
+        return f64(x, y)
+
+    @overload(scalar)
+    def _scalar(x, y):
+        if x == types.float32:
+            return lambda x, y: np.float32(f64(np.float64(x), np.float64(y)))
+        return lambda x, y: f64(x, y)
+    return scalar
+
+
+def _typed3(f64):
+    def scalar(x, y, z):
+        if isinstance(x, (np.float16, np.float32)):
+            return type(x)(f64(float(x), float(y), float(z)))
+        return f64(x, y, z)
+
+    @overload(scalar)
+    def _scalar(x, y, z):
+        if x == types.float32:
+            return lambda x, y, z: np.float32(
+                f64(np.float64(x), np.float64(y), np.float64(z)))
+        return lambda x, y, z: f64(x, y, z)
+    return scalar
+
+
+lgamma_scalar = _typed1(lgamma64)
+digamma_scalar = _typed1(digamma64)
+erf_inv_scalar = _typed1(erf_inv64)
+erfc_scalar = _typed1(erfc64)
+erfcx_scalar = _typed1(erfcx64)
+ndtri_scalar = _typed1(ndtri64)
+bessel_i0e_scalar = _typed1(bessel_i0e64)
+bessel_i1e_scalar = _typed1(bessel_i1e64)
+polygamma_scalar = _typed2(polygamma64)
+zeta_scalar = _typed2(zeta64)
+igamma_scalar = _typed2(igamma64)
+igammac_scalar = _typed2(igammac64)
+igamma_grad_a_scalar = _typed2(igamma_grad_a64)
+betainc_scalar = _typed3(betainc64)
+
+
+# --------------------------------------------------------------------------- numpy kernels
+# Numba ufuncs, compiled on first use per dtype and cached on disk. float16 goes
+# through float32 (Numba has no float16 arithmetic).
+
+@numba.vectorize(cache=True)
+def _lgamma(x):
+    return lgamma_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _digamma(x):
+    return digamma_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _erf_inv(x):
+    return erf_inv_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _erfc(x):
+    return erfc_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _erfcx(x):
+    return erfcx_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _ndtri(x):
+    return ndtri_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _bessel_i0e(x):
+    return bessel_i0e_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _bessel_i1e(x):
+    return bessel_i1e_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _polygamma(n, x):
+    return polygamma_scalar(n, x)
+
+
+@numba.vectorize(cache=True)
+def _zeta(s, q):
+    return zeta_scalar(s, q)
+
+
+@numba.vectorize(cache=True)
+def _igamma(a, x):
+    return igamma_scalar(a, x)
+
+
+@numba.vectorize(cache=True)
+def _igammac(a, x):
+    return igammac_scalar(a, x)
+
+
+@numba.vectorize(cache=True)
+def _igamma_grad_a(a, x):
+    return igamma_grad_a_scalar(a, x)
+
+
+@numba.vectorize(cache=True)
+def _betainc(a, b, x):
+    return betainc_scalar(a, b, x)
+
+
+def _numpy_kernel(ufunc):
+    def kernel(*args):
+        dtype = args[0].dtype
+        if dtype.kind != "f" or any(a.dtype != dtype for a in args):
+            # the primitive's shape rule then names the operands (Primitive.eval)
+            raise TypeError(f"{kernel.__name__}: operands of one float dtype expected, "
+                            f"got {', '.join(str(a.dtype) for a in args)}")
+        wide = [a.astype(np.float32) if a.dtype == np.float16 else a for a in args]
+        with np.errstate(all="ignore"):     # poles and overflow are values here, as in scipy
+            return np.asarray(ufunc(*wide)).astype(dtype, copy=False)
+    kernel.__name__ = ufunc.__name__.lstrip("_")
+    return kernel
+
+
+lgamma = _numpy_kernel(_lgamma)
+digamma = _numpy_kernel(_digamma)
+erf_inv = _numpy_kernel(_erf_inv)
+erfc = _numpy_kernel(_erfc)
+erfcx = _numpy_kernel(_erfcx)
+ndtri = _numpy_kernel(_ndtri)
+bessel_i0e = _numpy_kernel(_bessel_i0e)
+bessel_i1e = _numpy_kernel(_bessel_i1e)
+polygamma = _numpy_kernel(_polygamma)
+zeta = _numpy_kernel(_zeta)
+igamma = _numpy_kernel(_igamma)
+igammac = _numpy_kernel(_igammac)
+igamma_grad_a = _numpy_kernel(_igamma_grad_a)
+betainc = _numpy_kernel(_betainc)

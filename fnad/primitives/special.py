@@ -1,0 +1,141 @@
+"""Special-function primitives: a table of derivatives, as elementwise.py's.
+
+The kernels are fnad/kernels/cpu/special.py's (float64 inside, one rounding to the
+operand type); the scalar expressions call its `*_scalar` functions, which generated
+kernels import as `special`. Every operand is floating point, of one dtype, with
+numpy broadcasting. Derivatives that no closed form gives (with respect to a
+polygamma order, a zeta exponent, the parameters of betainc) raise GradientError
+instead of being dropped.
+"""
+import math
+
+import numpy as np
+
+from ..errors import GradientError
+from ..kernels.cpu import special as kernels
+from ._rules import add_tangents, broadcasting
+from .elementwise import (
+    unary, exp_p, log_p, sign_p, select_p, sum_to_shape, broadcast_to,
+    elementwise_primitive)
+
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+
+def _scalar(name, arity):
+    return f"special.{name}_scalar(" + ", ".join(f"{{{i}}}" for i in range(arity)) + ")"
+
+
+# --------------------------------------------------------------------------- one operand
+
+# lgamma' = digamma
+lgamma_p = unary("lgamma", kernels.lgamma, lambda x, y: digamma_p.bind(x),
+                 _scalar("lgamma", 1))
+# digamma' = polygamma(1, .)
+digamma_p = unary("digamma", kernels.digamma,
+                  lambda x, y: polygamma_p.bind(np.ones((), x.dtype), x),
+                  _scalar("digamma", 1))
+# erfc' = -2/sqrt(pi) exp(-x^2)
+erfc_p = unary("erfc", kernels.erfc, lambda x, y: -_TWO_OVER_SQRT_PI * exp_p.bind(-x * x),
+               _scalar("erfc", 1))
+# erfcx(x) = exp(x^2) erfc(x): erfcx' = 2x erfcx - 2/sqrt(pi)
+erfcx_p = unary("erfcx", kernels.erfcx, lambda x, y: 2 * x * y - _TWO_OVER_SQRT_PI,
+                _scalar("erfcx", 1))
+# The inverse's derivative is 1 / erf'(erf_inv(x)) = sqrt(pi)/2 exp(erf_inv(x)^2).
+erf_inv_p = unary("erf_inv", kernels.erf_inv,
+                  lambda x, y: (1 / _TWO_OVER_SQRT_PI) * exp_p.bind(y * y),
+                  _scalar("erf_inv", 1))
+# ndtri' = 1 / phi(ndtri) = sqrt(2 pi) exp(ndtri^2 / 2)
+ndtri_p = unary("ndtri", kernels.ndtri,
+                lambda x, y: math.sqrt(2 * math.pi) * exp_p.bind(0.5 * y * y),
+                _scalar("ndtri", 1))
+# i0e(x) = exp(-|x|) I0(x), I0' = I1: i0e' = i1e - sign(x) i0e
+bessel_i0e_p = unary("bessel_i0e", kernels.bessel_i0e,
+                     lambda x, y: bessel_i1e_p.bind(x) - sign_p.bind(x) * y,
+                     _scalar("bessel_i0e", 1))
+
+
+def _i1e_deriv(x, y):
+    # I1' = I0 - I1 / x: i1e' = i0e - i1e (sign(x) + 1/x), whose limit at 0 is 1/2.
+    zero = x == 0
+    safe = select_p.bind(zero, 1 + 0 * x, x)
+    general = bessel_i0e_p.bind(x) - y * (sign_p.bind(x) + 1 / safe)
+    return select_p.bind(zero, 0.5 + 0 * x, general)
+
+
+bessel_i1e_p = unary("bessel_i1e", kernels.bessel_i1e, _i1e_deriv, _scalar("bessel_i1e", 1))
+
+
+# --------------------------------------------------------------------------- several operands
+
+def special_primitive(name, impl, partials, arity):
+    """An elementwise primitive of `arity` float operands of one dtype. partials[i] is
+    d out / d operand i as a function (*operands, out), or a string saying why that
+    derivative is not available, raised as a GradientError when it is asked for."""
+    def partial(i, args, out):
+        rule = partials[i]
+        if isinstance(rule, str):
+            raise GradientError(f"{name}: no derivative with respect to operand {i}: {rule}")
+        return rule(*args, out)
+
+    def jvp(primals, tangents):
+        out = prim.bind(*primals)
+        t = None
+        for i, tangent in enumerate(tangents):
+            if tangent is not None:
+                t = add_tangents(t, tangent * partial(i, primals, out))
+        return out, None if t is None else broadcast_to(t, out.shape)
+
+    def vjp(g, out, *args, needed=None):
+        needed = needed or (True,) * arity
+        return tuple(sum_to_shape(g * partial(i, args, out), args[i].shape) if needed[i]
+                     else None for i in range(arity))
+
+    prim = elementwise_primitive(
+        name, abstract_eval=broadcasting(name, kinds="f"), impl=impl, jvp=jvp, vjp=vjp,
+        scalar=_scalar(name, arity), selective_vjp=True)
+    return prim
+
+
+_ORDER = "the order is an integer"
+# polygamma(n, x)' = polygamma(n + 1, x)
+polygamma_p = special_primitive(
+    "polygamma", kernels.polygamma,
+    (_ORDER, lambda n, x, out: polygamma_p.bind(n + 1, x)), 2)
+# d/dq zeta(s, q) = -s zeta(s + 1, q)
+zeta_p = special_primitive(
+    "zeta", kernels.zeta,
+    ("the derivative in the exponent is not implemented (as in JAX)",
+     lambda s, q, out: -s * zeta_p.bind(s + 1, q)), 2)
+
+
+def _gamma_density(a, x, out):
+    # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a), through logs so that neither factor
+    # overflows on its own.
+    return exp_p.bind((a - 1) * log_p.bind(x) - x - lgamma_p.bind(a))
+
+
+# The derivative in a has no closed form: igamma_grad_a computes it by carrying d/da
+# through the series and the continued fraction (kernels/cpu/special.py).
+igamma_p = special_primitive(
+    "igamma", kernels.igamma,
+    (lambda a, x, out: igamma_grad_a_p.bind(a, x), _gamma_density), 2)
+igammac_p = special_primitive(
+    "igammac", kernels.igammac,
+    (lambda a, x, out: -igamma_grad_a_p.bind(a, x), lambda a, x, out: -_gamma_density(a, x, out)),
+    2)
+# d/dx dP/da = d/da (x^(a-1) e^-x / Gamma(a)) = (log x - digamma(a)) x^(a-1) e^-x / Gamma(a)
+igamma_grad_a_p = special_primitive(
+    "igamma_grad_a", kernels.igamma_grad_a,
+    ("the second derivative in a is not implemented",
+     lambda a, x, out: (log_p.bind(x) - digamma_p.bind(a)) * _gamma_density(a, x, out)), 2)
+
+
+def _beta_density(a, b, x, out):
+    # d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b)
+    log_beta = lgamma_p.bind(a) + lgamma_p.bind(b) - lgamma_p.bind(a + b)
+    return exp_p.bind((a - 1) * log_p.bind(x) + (b - 1) * log_p.bind(1 - x) - log_beta)
+
+
+_BETA_PARAMETER = "only the derivative in x is implemented (as in JAX)"
+betainc_p = special_primitive("betainc", kernels.betainc,
+                              (_BETA_PARAMETER, _BETA_PARAMETER, _beta_density), 3)
