@@ -1,22 +1,44 @@
 """Pytrees: nested containers (dict, list, tuple, namedtuple, None, registered
 classes) whose leaves are arrays. Every transform flattens its inputs and outputs
-with these functions, so parameters can be any such structure."""
+with these functions, so parameters can be any such structure.
+
+Each child of a node has a key (SequenceKey, DictKey, GetAttrKey, or FlattenedIndexKey
+for classes registered without keys); a leaf's key path is the tuple of keys from the
+root down to it, printable with `keystr` (tree_flatten_with_path and friends).
+"""
 from collections import namedtuple
+import dataclasses
 import functools
+import typing
 
 from .errors import TreeStructureError
 
 _registry = {}
 
-PyTreeNodeDef = namedtuple("PyTreeNodeDef", ["flatten", "unflatten"])
+# flatten(node) -> (children, aux); unflatten(aux, children) -> node;
+# flatten_with_keys(node) -> ([(key, child), ...], aux), or None: FlattenedIndexKeys.
+PyTreeNodeDef = namedtuple("PyTreeNodeDef", ["flatten", "unflatten", "flatten_with_keys"],
+                           defaults=[None])
 
 
-def register_pytree_node(nodetype, flatten_func, unflatten_func):
-    """flatten_func(node) -> (children, aux_data); unflatten_func(aux_data, children) -> node."""
+def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+    """flatten_func(node) -> (children, aux_data); unflatten_func(aux_data, children) -> node.
+    aux_data must be hashable and comparable: it is part of the tree structure."""
     if nodetype in _registry:
         raise ValueError(f"{nodetype.__name__} is already registered as a pytree node")
-    _registry[nodetype] = PyTreeNodeDef(flatten_func, unflatten_func)
+    _registry[nodetype] = PyTreeNodeDef(flatten_func, unflatten_func, flatten_with_keys_func)
     return nodetype
+
+
+def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+    """Like register_pytree_node, with the children's keys: flatten_with_keys(node) ->
+    ([(key, child), ...], aux_data). flatten_func (the same without keys) is derived
+    from it when not given."""
+    if flatten_func is None:
+        def flatten_func(node):
+            pairs, aux = flatten_with_keys(node)
+            return [child for _, child in pairs], aux
+    return register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
 def is_registered_node(nodetype):
@@ -25,11 +47,74 @@ def is_registered_node(nodetype):
     return nodetype in _registry
 
 
+def is_tree_node(typ):
+    """Whether values of type `typ` are pytree nodes rather than leaves (registered
+    types, namedtuples and dict subclasses)."""
+    return typ in _registry or (issubclass(typ, tuple) and hasattr(typ, "_fields")) \
+        or issubclass(typ, dict)
+
+
 def register_pytree_node_class(cls):
     """Class decorator: the class provides ``tree_flatten()`` and the classmethod
     ``tree_unflatten(aux_data, children)``."""
     register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
     return cls
+
+
+def register_pytree_with_keys_class(cls):
+    """Class decorator: the class provides ``tree_flatten_with_keys()`` (and may provide
+    ``tree_flatten()``) and the classmethod ``tree_unflatten(aux_data, children)``."""
+    flatten = (lambda node: node.tree_flatten()) if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, lambda node: node.tree_flatten_with_keys(),
+                              cls.tree_unflatten, flatten)
+    return cls
+
+
+def register_static(cls):
+    """Register `cls` as a node with no children whose instances are part of the tree
+    structure (so they must be hashable): e.g. a configuration object passed through
+    jit or vmap without becoming an array."""
+    register_pytree_node(cls, lambda node: ((), node), lambda node, _: node)
+    return cls
+
+
+def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields=()):
+    """Register a dataclass as a node: `data_fields` are its children, `meta_fields`
+    (hashable) part of its structure. Without them, every init field is a child except
+    those declared with ``field(metadata=dict(static=True))``. Usable as a decorator,
+    alone or through functools.partial."""
+    if data_fields is None and meta_fields is None:
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError(f"register_dataclass: {nodetype.__name__} is not a dataclass; "
+                            f"give data_fields and meta_fields")
+        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop_fields]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+    elif data_fields is None or meta_fields is None:
+        raise TypeError("register_dataclass: give both data_fields and meta_fields, or "
+                        "neither (to infer them from the dataclass's fields)")
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+    if dataclasses.is_dataclass(nodetype):
+        init = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
+        if init != set(data_fields) | set(meta_fields):
+            raise ValueError(
+                f"register_dataclass: data_fields {list(data_fields)} and meta_fields "
+                f"{list(meta_fields)} must name every init field of {nodetype.__name__} "
+                f"once ({sorted(init)}), less drop_fields")
+
+    def flatten_with_keys(node):
+        return ([(GetAttrKey(name), getattr(node, name)) for name in data_fields],
+                tuple(getattr(node, name) for name in meta_fields))
+
+    def flatten(node):
+        return ([getattr(node, name) for name in data_fields],
+                tuple(getattr(node, name) for name in meta_fields))
+
+    def unflatten(aux, children):
+        return nodetype(**dict(zip(data_fields, children)), **dict(zip(meta_fields, aux)))
+
+    register_pytree_node(nodetype, flatten, unflatten, flatten_with_keys)
+    return nodetype
 
 
 def _dict_flatten(d):
@@ -50,10 +135,22 @@ def _dict_unflatten(aux, children):
         return node
 
 
-register_pytree_node(tuple, lambda t: (list(t), None), lambda _, c: tuple(c))
-register_pytree_node(list, lambda l: (list(l), None), lambda _, c: list(c))
-register_pytree_node(dict, _dict_flatten, _dict_unflatten)
-register_pytree_node(type(None), lambda _: ([], None), lambda _a, _c: None)
+def _sequence_with_keys(seq):
+    return [(SequenceKey(i), x) for i, x in enumerate(seq)], None
+
+
+def _dict_with_keys(d):
+    keys = sorted(d)
+    return [(DictKey(k), d[k]) for k in keys], (type(d), tuple(keys))
+
+
+register_pytree_node(tuple, lambda t: (list(t), None), lambda _, c: tuple(c),
+                     _sequence_with_keys)
+register_pytree_node(list, lambda l: (list(l), None), lambda _, c: list(c),
+                     _sequence_with_keys)
+register_pytree_node(dict, _dict_flatten, _dict_unflatten, _dict_with_keys)
+register_pytree_node(type(None), lambda _: ([], None), lambda _a, _c: None,
+                     lambda _: ([], None))
 
 
 def _node_def(x):
@@ -64,7 +161,9 @@ def _node_def(x):
         return None
     if isinstance(x, tuple) and hasattr(type(x), "_fields"):
         cls = type(x)
-        return PyTreeNodeDef(lambda t: (list(t), None), lambda _, c, cls=cls: cls(*c))
+        return PyTreeNodeDef(lambda t: (list(t), None), lambda _, c, cls=cls: cls(*c),
+                             lambda t: ([(GetAttrKey(f), v) for f, v in zip(t._fields, t)],
+                                        None))
     if isinstance(x, dict):
         return _registry[dict]
     return None
@@ -184,8 +283,8 @@ def tree_map(f, tree, *rest, is_leaf=None):
     return treedef.unflatten([f(*xs) for xs in zip(leaves, *others)])
 
 
-def tree_all(tree):
-    return all(tree_leaves(tree))
+def tree_all(tree, *, is_leaf=None):
+    return all(tree_leaves(tree, is_leaf))
 
 
 def tree_reduce(function, tree, *initializer, is_leaf=None):
@@ -196,13 +295,73 @@ def treedef_is_leaf(treedef):
     return treedef.node_type is None
 
 
-def all_leaves(iterable):
-    return all(treedef_is_leaf(tree_structure(x)) for x in iterable)
+def all_leaves(iterable, is_leaf=None):
+    """Whether every element of `iterable` is a leaf (None is a node, with no leaves)."""
+    return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
+
+
+def tree_reduce_associative(operation, tree, *, identity=_SENTINEL, is_leaf=None):
+    """Reduce the leaves with an associative `operation`, pairing neighbours level by
+    level (a tree of depth log2(n), e.g. for sums with less rounding error)."""
+    values = tree_leaves(tree, is_leaf)
+    if not values:
+        if identity is _SENTINEL:
+            raise TypeError("tree_reduce_associative: a tree with no leaves needs an "
+                            "`identity` to return")
+        return identity
+    while len(values) > 1:
+        paired = [operation(a, b) for a, b in zip(values[0::2], values[1::2])]
+        values = paired + values[len(paired) * 2:]
+    return values[0]
+
+
+def treedef_children(treedef):
+    """The structures of the root's children."""
+    return list(treedef.children)
+
+
+def treedef_tuple(treedefs):
+    """The structure of a tuple whose elements have the structures `treedefs`."""
+    return PyTreeDef(tuple, None, tuple(treedefs))
+
+
+def flatten_one_level(tree):
+    """(children, aux data) of the root node; a leaf is a ValueError."""
+    nodedef = _node_def(tree)
+    if nodedef is None:
+        raise ValueError(f"flatten_one_level: a {type(tree).__name__} is a leaf, not a "
+                         f"pytree node")
+    children, aux = nodedef.flatten(tree)
+    return tuple(children), aux
+
+
+def flatten_one_level_with_keys(tree):
+    """(((key, child), ...), aux data) of the root node; a leaf is a ValueError."""
+    nodedef = _node_def(tree)
+    if nodedef is None:
+        raise ValueError(f"flatten_one_level_with_keys: a {type(tree).__name__} is a "
+                         f"leaf, not a pytree node")
+    pairs, aux = _keyed_children(nodedef, tree)
+    return tuple(pairs), aux
+
+
+def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+    """`prefix_tree` grown to the structure of `full_tree`: each of its leaves repeated
+    over the subtree of `full_tree` below it."""
+    leaves = broadcast_prefix(prefix_tree, full_tree, is_leaf, "tree_broadcast prefix",
+                              "full tree")
+    return tree_structure(full_tree).unflatten(leaves)
 
 
 def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
-    """Turn a tree of `outer` structure whose leaves are `inner` trees inside out."""
+    """Turn a tree of `outer` structure whose leaves are `inner` trees inside out
+    (inner_treedef=None: the structure of the first of them)."""
     outer_leaves = flatten_up_to(outer_treedef, pytree_to_transpose)
+    if inner_treedef is None:
+        if not outer_leaves:
+            raise ValueError("tree_transpose: inner_treedef=None needs at least one "
+                             "outer leaf to read the inner structure from")
+        inner_treedef = tree_structure(outer_leaves[0])
     inner_lists = [flatten_up_to(inner_treedef, x) for x in outer_leaves]
     transposed = [outer_treedef.unflatten(list(col)) for col in zip(*inner_lists)]
     return inner_treedef.unflatten(transposed)
@@ -276,3 +435,145 @@ def _key_str(node, aux, i):
     if isinstance(node, tuple) and fields is not None:
         return f".{fields[i]}"
     return f"[{i}]"
+
+
+# --------------------------------------------------------------------------- key paths
+
+class _Key:
+    """A key: one named value, equal only to keys of its own class with an equal value."""
+    __slots__ = ()
+
+    def __init__(self, value):
+        object.__setattr__(self, self.__slots__[0], value)
+
+    def _value(self):
+        return getattr(self, self.__slots__[0])
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._value() == self._value()
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._value()))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.__slots__[0]}={self._value()!r})"
+
+    def __reduce__(self):
+        return type(self), (self._value(),)
+
+
+class SequenceKey(_Key):
+    """The key of an element of a list or tuple."""
+    __slots__ = ("idx",)
+    __match_args__ = __slots__
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+
+class DictKey(_Key):
+    """The key of a dict entry."""
+    __slots__ = ("key",)
+    __match_args__ = __slots__
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+
+class GetAttrKey(_Key):
+    """The key of a named field (namedtuple, dataclass, class registered with keys)."""
+    __slots__ = ("name",)
+    __match_args__ = __slots__
+
+    def __str__(self):
+        return f".{self.name}"
+
+
+class FlattenedIndexKey(_Key):
+    """The key of a child of a class registered without keys: its position."""
+    __slots__ = ("key",)
+    __match_args__ = __slots__
+
+    def __str__(self):
+        return f"[<flat index {self.key}>]"
+
+
+KeyEntry = typing.Union[SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey, typing.Any]
+KeyPath = typing.Tuple[KeyEntry, ...]
+
+
+def _key_value(key):
+    """The plain value of a key, for keystr(simple=True)."""
+    return key._value() if isinstance(key, _Key) else key
+
+
+def keystr(keys, *, simple=False, separator=""):
+    """A key path as text: "['a'][0].w" (simple=True, separator="/": "a/0/w")."""
+    return separator.join(str(_key_value(k)) if simple else str(k) for k in keys)
+
+
+def _keyed_children(nodedef, node):
+    if nodedef.flatten_with_keys is not None:
+        pairs, aux = nodedef.flatten_with_keys(node)
+        return list(pairs), aux
+    children, aux = nodedef.flatten(node)
+    return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
+
+
+def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """([(key path, leaf), ...], treedef): tree_flatten with each leaf's key path."""
+    pairs = []
+    treedef = _flatten_with_path(tree, (), pairs, is_leaf, is_leaf_takes_path)
+    return pairs, treedef
+
+
+def _flatten_with_path(x, path, pairs, is_leaf, takes_path):
+    stop = is_leaf is not None and (is_leaf(path, x) if takes_path else is_leaf(x))
+    nodedef = None if stop else _node_def(x)
+    if nodedef is None:
+        pairs.append((path, x))
+        return LEAF
+    children, aux = _keyed_children(nodedef, x)
+    return PyTreeDef(type(x), aux, tuple(
+        _flatten_with_path(c, path + (k,), pairs, is_leaf, takes_path) for k, c in children))
+
+
+def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+    """[(key path, leaf), ...] in tree_leaves' order."""
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+
+
+def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+    """tree_map whose `f` takes each leaf's key path first: f(path, leaf, *others)."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    others = []
+    for r in rest:
+        if is_leaf_takes_path:      # (is_leaf needs paths: follow `tree`'s leaves)
+            others.append(flatten_up_to(treedef, r))
+            continue
+        r_leaves, r_def = tree_flatten(r, is_leaf)
+        if r_def != treedef:
+            raise ValueError(f"tree_map_with_path: tree structures differ: {treedef} and "
+                             f"{r_def}")
+        others.append(r_leaves)
+    return treedef.unflatten([f(path, leaf, *xs)
+                              for (path, leaf), *xs in zip(pairs, *others)])
+
+
+class Partial(functools.partial):
+    """functools.partial that is a pytree: its bound arguments are children (arrays
+    among them are traced and differentiated), the function is structure. So a
+    partially applied function can be passed into and returned from jit, vmap, grad."""
+
+    def __repr__(self):
+        args = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.keywords.items()]
+        return f"Partial({', '.join([repr(self.func)] + args)})"
+
+
+register_pytree_node(
+    Partial, lambda p: ((p.args, p.keywords), p.func),
+    lambda func, children: Partial(func, *children[0], **children[1]),
+    lambda p: ([(GetAttrKey("args"), p.args), (GetAttrKey("keywords"), p.keywords)], p.func))
