@@ -932,31 +932,6 @@ def multinomial(key, n, p, *, shape=None, dtype=None):
 
 # --------------------------------------------------------------------------- matrices
 
-def _householder_q(a):
-    """The Q (n x m, n >= m) of a QR factorization of a batch of matrices a, with the
-    signs chosen so that diag(R) > 0: a Gaussian a gives a Haar-distributed Q. One
-    Householder reflection per column, applied as rank-one updates."""
-    n, m = a.shape[-2], a.shape[-1]
-    rows = jnp.arange(n)
-    r = a
-    q = jnp.broadcast_to(jnp.eye(n, m, dtype=a.dtype), tuple(a.shape[:-2]) + (n, m))
-    reflectors, signs = [], []
-    for j in range(m):
-        x = jnp.where(rows >= j, r[..., :, j], 0)
-        head = r[..., j, j]
-        sign = jnp.where(head >= 0, 1.0, -1.0)
-        alpha = -sign * jnp.sqrt(jnp.sum(jnp.square(x), axis=-1))
-        v = x - jnp.expand_dims(alpha, -1) * (rows == j)
-        w = v / jnp.sqrt(jnp.sum(jnp.square(v), axis=-1, keepdims=True))
-        r = r - 2 * w[..., :, None] * jnp.matmul(w[..., None, :], r)
-        reflectors.append(w)
-        signs.append(-sign)     # diag(R)[j] = alpha = -sign |x|
-    # Q = H_0 H_1 ... H_{m-1} applied to the first m columns of the identity
-    for w in reversed(reflectors):
-        q = q - 2 * w[..., :, None] * jnp.matmul(w[..., None, :], q)
-    return q * jnp.stack(signs, axis=-1)[..., None, :]
-
-
 def orthogonal(key, n, shape=(), dtype=None, m=None):
     """Uniformly random (Haar) matrices of shape (*shape, n, m) (m = n by default)
     with orthonormal columns, or orthonormal rows when n < m."""
@@ -965,29 +940,36 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     shape = _shape("orthogonal", shape)
     m = n if m is None else m
     tall, wide = max(n, m), min(n, m)
-    q = _householder_q(normal(key, shape + (tall, wide), dtype))
+    q, r = jnp.linalg.qr(normal(key, shape + (tall, wide), dtype))
+    # QR is unique once diag(R) > 0; with that sign fixed, the Q of a Gaussian matrix
+    # is Haar-distributed (Mezzadri, 2007)
+    signs = jnp.where(jnp.diagonal(r, axis1=-2, axis2=-1) < 0, -1.0, 1.0)
+    q = q * jnp.astype(jnp.expand_dims(signs, -2), dtype)
     return jnp.swapaxes(q, -1, -2) if n < m else q
-
-
-def orthogonal_columns(key, n, m, dtype=None):
-    """An n x m (n >= m) matrix with Haar-random orthonormal columns."""
-    return orthogonal(key, n, (), dtype, m)
 
 
 def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
     """Normal vectors with the given mean (..., d) and covariance (..., d, d):
-    mean + L z with cov = L L^T (Cholesky; cov must be positive definite)."""
+    mean + A z with cov = A A^T. method 'cholesky' (cov positive definite) takes A
+    triangular; 'eigh' and 'svd' take A = U sqrt(S) and allow a singular cov."""
     key = _check_key("multivariate_normal", key)
     dtype = _float_dtype("multivariate_normal", dtype)
-    if method != "cholesky":
-        raise ValueError(f"multivariate_normal: method {method!r} is not available; fnad "
-                         f"factors the covariance with method='cholesky'")
+    if method not in ("cholesky", "eigh", "svd"):
+        raise ValueError(f"multivariate_normal: method must be 'cholesky', 'eigh' or "
+                         f"'svd', got {method!r}")
     mean, cov = _as(mean, dtype), _as(cov, dtype)
     if mean.ndim < 1 or cov.ndim < 2 or tuple(cov.shape[-2:]) != (mean.shape[-1],) * 2:
         raise ShapeError(f"multivariate_normal: mean must be (..., d) and cov (..., d, d), "
                          f"got shapes {tuple(mean.shape)} and {tuple(cov.shape)}")
     batch = np.broadcast_shapes(tuple(mean.shape[:-1]), tuple(cov.shape[:-2]))
     batch = batch if shape is None else _shape("multivariate_normal", shape, batch)
-    factor = jnp.linalg.cholesky(cov)
+    if method == "cholesky":
+        factor = jnp.linalg.cholesky(cov)
+    elif method == "eigh":
+        w, u = jnp.linalg.eigh(cov)
+        factor = u * jnp.expand_dims(jnp.sqrt(jnp.maximum(w, 0)), -2)
+    else:
+        u, s, _ = jnp.linalg.svd(cov)
+        factor = u * jnp.expand_dims(jnp.sqrt(s), -2)
     z = normal(key, batch + tuple(mean.shape[-1:]), dtype)
     return mean + jnp.squeeze(jnp.matmul(factor, z[..., None]), -1)

@@ -195,3 +195,22 @@ def test_clone_and_errors():
         random.poisson(KEY, 1.0, (2,), np.float32)
     with pytest.raises(ValueError, match="dimension"):
         random.ball(KEY, 0)
+
+
+def test_multivariate_normal_methods_allow_singular_cov():
+    cov = np.array([[1.0, 1.0], [1.0, 1.0]])      # rank one: x0 == x1 exactly
+    for method in ("eigh", "svd"):
+        x = np.asarray(random.multivariate_normal(KEY, np.zeros(2), cov, (N,), np.float64,
+                                                  method=method))
+        np.testing.assert_allclose(x[:, 0], x[:, 1], atol=1e-7)
+        np.testing.assert_allclose(x[:, 0].var(), 1.0, rtol=0.05)
+    with pytest.raises(ValueError, match="method"):
+        random.multivariate_normal(KEY, np.zeros(2), cov, method="lu")
+
+
+@pytest.mark.parametrize("n,shape,m", [(4, (2,), None), (3, (), 5), (5, (), 3)])
+def test_orthogonal_matches_jax(n, shape, m):
+    jax = pytest.importorskip("jax")
+    ours = np.asarray(random.orthogonal(random.key(1), n, shape, m=m))
+    theirs = np.asarray(jax.random.orthogonal(jax.random.key(1), n, shape, m=m))
+    np.testing.assert_allclose(ours, theirs, atol=2e-6)

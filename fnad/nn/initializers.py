@@ -144,9 +144,7 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
                              f"got {shape}")
         n_cols = shape[column_axis]
         n_rows = math.prod(shape) // max(n_cols, 1)
-        q = random.orthogonal_columns(key, max(n_rows, n_cols), min(n_rows, n_cols), dtype)
-        if n_rows < n_cols:
-            q = fnp.transpose(q)
+        q = random.orthogonal(key, n_rows, (), dtype, n_cols)
         others = tuple(n for i, n in enumerate(shape) if i != column_axis % len(shape))
         q = fnp.reshape(q, others + (n_cols,))
         return fnp.moveaxis(q, -1, column_axis) * scale
