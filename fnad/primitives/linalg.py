@@ -1,4 +1,5 @@
-"""Linear algebra: cholesky, triangular_solve, solve, slogdet and det.
+"""Linear algebra: cholesky, triangular_solve, solve, slogdet, det, and the
+decompositions eigh, svd, qr, lu (with lu_pivots_to_permutation) and eig.
 
 Every primitive acts on the last two axes and maps over the leading ones, which
 its operands must share (broadcasting them is fnad.numpy's job). The derivative
@@ -9,7 +10,9 @@ dot_general, so they differentiate again. With op(A) = A or A^T:
     triangular_solve X = op(A)^-1 B    the same, masked to the triangle that is read
     cholesky         A = L L^T         dL = L Phi(L^-1 dA L^-T)   (Murray 2016, arXiv:1602.07527)
     slogdet, det     d log|det A| = tr(A^-1 dA)                   ct_A = g A^-T  (g det A A^-T)
+    eigh, svd, qr, lu                  each section below states its rule and its transpose
 
+eig (a general matrix, complex results) has no derivative rule.
 inv is a composite, solve(A, I): its derivatives follow from solve's.
 At an exactly singular matrix the rules' solves raise numpy.linalg.LinAlgError, even
 for det, whose gradient there (the adjugate) exists: that needs an LU-based cofactor

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..array import Array
 from ..errors import ShapeError
 from ..primitives import linalg as L
 from ..lax import stop_gradient
@@ -203,7 +204,12 @@ def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803 (scipy's
     scale = jnp.exp2(-squarings)[..., None, None].astype(A.dtype)
     r = _pade13(A * scale)
     steps = squarings[..., None, None]
-    for i in range(max_squarings):
+    loops = max_squarings
+    if type(squarings) is Array:
+        # Concrete (eager, untraced): loop only as often as some matrix needs. Traced,
+        # the count is data and every step is staged.
+        loops = min(max_squarings, int(np.max(np.asarray(squarings), initial=0)))
+    for i in range(loops):
         # Each matrix squares only while it still needs to; the others square zeros, so
         # no overflow of a finished result can reach a gradient as inf * 0.
         more = steps > i
