@@ -97,11 +97,18 @@ def test_roundtrips_and_special_values():
     x = real(4, 10)
     close(jnp.fft.irfft(jnp.fft.rfft(x), n=10), x)
     close(jnp.fft.ifftn(jnp.fft.fftn(x)), x.astype(complex))
-    # Non-finite values spread as numpy's do; -0.0 stays a number.
-    y = np.array([1.0, np.nan, -0.0, np.inf])
-    np.testing.assert_array_equal(np.isnan(jnp.fft.fft(y)), np.isnan(np.fft.fft(y)))
-    z = np.array([-0.0, -0.0])
-    np.testing.assert_array_equal(np.asarray(jnp.fft.rfft(z)), np.fft.rfft(z))
+    # Non-finite values and signed zeros come out as numpy's, scaled or not (a
+    # complex multiply by c + 0j would make inf * 0 = nan and lose -0.0 parts).
+    for norm in [None, "ortho", "forward"]:
+        for y in [np.array([np.inf, 0.0]), np.array([-0.0, -0.0]),
+                  np.array([1.0, np.nan, -0.0, np.inf])]:
+            for name in ["fft", "rfft", "ifft", "ihfft"]:
+                got = getattr(jnp.fft, name)(y, norm=norm)
+                expected = getattr(np.fft, name)(y, norm=norm)
+                for part in (np.real, np.imag):
+                    np.testing.assert_array_equal(part(np.asarray(got)), part(expected))
+                    np.testing.assert_array_equal(np.signbit(part(np.asarray(got))),
+                                                  np.signbit(part(expected)))
     # An empty batch transforms to an empty result.
     assert jnp.fft.fft(np.zeros((0, 4))).shape == (0, 4)
     assert jnp.fft.irfft(np.zeros((0, 3), complex)).shape == (0, 4)
@@ -293,6 +300,8 @@ def test_grad_through_complex_fft_matches_hand_derivation():
 @needs_cuda[1]
 def test_cuda_fft_matches_the_cpu():
     # (a host round trip: the same pocketfft numbers, the result back on the GPU)
-    check_primitive(fft_p, cplx(2, 3, 4), fft_type=FftType.FFT, fft_lengths=(3, 4))
-    check_primitive(fft_p, real(3, 6), fft_type=FftType.RFFT, fft_lengths=(6,))
-    check_primitive(fft_p, cplx(3, 4), fft_type=FftType.IRFFT, fft_lengths=(6,))
+    check_primitive(fft_p, cplx(2, 3, 4), fft_type=FftType.FFT, fft_lengths=(3, 4),
+                    norm="backward")
+    check_primitive(fft_p, real(3, 6), fft_type=FftType.RFFT, fft_lengths=(6,), norm="ortho")
+    check_primitive(fft_p, cplx(3, 4), fft_type=FftType.IRFFT, fft_lengths=(6,),
+                    norm="forward")

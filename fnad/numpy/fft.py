@@ -4,27 +4,18 @@ signatures and numpy's values; no math of its own.
 Each transform converts its operand (integers and float16 compute in the complex
 dtype of the float they promote to, as in JAX; nothing narrows), crops or zero-pads
 each transformed axis to the length the transform reads, moves those axes to the end
-for the primitive, moves them back, and applies the norm convention:
-
-    norm               fft, rfft (forward)    ifft, irfft (inverse)
-    None, "backward"   1                      1/N
-    "ortho"            1/sqrt(N)              1/sqrt(N)
-    "forward"          1/N                    1
-
-N being the product of the transformed lengths. The primitive's inverse kinds
-already divide by N, so the inverse column is reached by multiplying by sqrt(N) or N.
-hfft and ihfft are irfft and rfft of the conjugate with the norm's direction swapped,
-as numpy defines them. Unlike numpy, an axis named twice is an error (as in JAX)
-rather than transformed twice.
+for the primitive and back. The norm (None is "backward") is the primitive's param,
+so numpy's scaling is applied as numpy applies it. hfft and ihfft are irfft and rfft
+of the conjugate with the norm's direction swapped, as numpy defines them. Unlike
+numpy, an axis named twice is an error (as in JAX) rather than transformed twice.
 """
-import math
 
 import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, ShapeError
 from ..primitives import shape as S
-from ..primitives.fft import FftType, fft_p
+from ..primitives.fft import SWAPPED_NORM, FftType, fft_p
 from ._core import as_operand, astype, normalize_axis
 from ..primitives.elementwise import conj_p
 from ._creation import arange
@@ -34,9 +25,6 @@ __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "
            "ifftn", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift",
            "ifftshift"]
 
-_NORMS = (None, "backward", "ortho", "forward")
-_SWAPPED = {None: "forward", "backward": "forward", "ortho": "ortho", "forward": "backward"}
-_INVERSE = (FftType.IFFT, FftType.IRFFT)
 
 
 # --------------------------------------------------------------------------- operands
@@ -93,22 +81,19 @@ def _fit(a, axes, sizes):
     return S.pad(a, np.zeros((), a.dtype), config)
 
 
-def _scale(y, norm, n, inverse):
-    if norm in (None, "backward"):
-        return y
-    if norm == "ortho":
-        factor = math.sqrt(n) if inverse else 1 / math.sqrt(n)
-    else:
-        factor = float(n) if inverse else 1 / n
-    return y * factor
+def _norm(name, norm):
+    if norm is None:
+        return "backward"
+    if norm not in SWAPPED_NORM:
+        raise ValueError(f"{name}: norm must be None, 'backward', 'ortho' or 'forward', "
+                         f"got {norm!r}")
+    return norm
 
 
 # --------------------------------------------------------------------------- the core
 
 def _fftn(name, a, s, axes, norm, fft_type):
-    if norm not in _NORMS:
-        raise ValueError(f"{name}: norm must be None, 'backward', 'ortho' or 'forward', "
-                         f"got {norm!r}")
+    norm = _norm(name, norm)
     a = _operand(name, a, fft_type)
     axes, lengths = _axes_and_lengths(name, a, s, axes, fft_type)
     if not axes:
@@ -124,10 +109,10 @@ def _fftn(name, a, s, axes, norm, fft_type):
     if axes != trailing:
         perm = [d for d in range(a.ndim) if d not in axes] + list(axes)
         a = S.transpose(a, perm)
-    y = fft_p.bind(a, fft_type=fft_type, fft_lengths=lengths)
+    y = fft_p.bind(a, fft_type=fft_type, fft_lengths=lengths, norm=norm)
     if axes != trailing:
         y = S.transpose(y, tuple(int(i) for i in np.argsort(perm)))
-    return _scale(y, norm, math.prod(lengths), fft_type in _INVERSE)
+    return y
 
 
 def _one_axis(n, axis):
@@ -185,14 +170,14 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None):
 def hfft(a, n=None, axis=-1, norm=None):
     """The real spectrum of a signal with Hermitian symmetry, given its first half."""
     a = _operand("hfft", a, FftType.IRFFT)
-    return _fftn("hfft", conj_p.bind(a), *_one_axis(n, axis), _SWAPPED.get(norm, norm),
-                 FftType.IRFFT)
+    return _fftn("hfft", conj_p.bind(a), *_one_axis(n, axis),
+                 SWAPPED_NORM[_norm("hfft", norm)], FftType.IRFFT)
 
 
 def ihfft(a, n=None, axis=-1, norm=None):
     """The inverse of hfft: the first half of the Hermitian spectrum of a real signal."""
-    return conj_p.bind(_fftn("ihfft", a, *_one_axis(n, axis), _SWAPPED.get(norm, norm),
-                      FftType.RFFT))
+    return conj_p.bind(_fftn("ihfft", a, *_one_axis(n, axis),
+                             SWAPPED_NORM[_norm("ihfft", norm)], FftType.RFFT))
 
 
 # --------------------------------------------------------------------------- frequencies

@@ -10,6 +10,5 @@ from ...primitives.fft import fft_p
 
 
 @implements(fft_p)
-def _fft(x, fft_type, fft_lengths):
-    return runtime.to_device(fft_p.impl(x.copy_to_host(), fft_type=fft_type,
-                                        fft_lengths=fft_lengths))
+def _fft(x, **params):
+    return runtime.to_device(fft_p.impl(x.copy_to_host(), **params))
