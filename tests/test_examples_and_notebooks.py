@@ -9,6 +9,7 @@ tests are skipped when nbformat, nbclient or ipykernel is not installed.
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -23,9 +24,18 @@ KERNEL_NAME = "fnad-test-python"
 def test_examples_and_notebooks_are_there():
     names = {os.path.basename(p) for p in EXAMPLES + NOTEBOOKS}
     expected = {"regression.py", "mlp_digits.py", "per_example_gradients.py", "rnn_scan.py",
+                "stax_digits.py", "gaussian_process.py",
                 "01_autodiff_basics.ipynb", "02_composing_transforms.ipynb",
                 "03_training.ipynb"}
     assert expected <= names, f"missing: {sorted(expected - names)}"
+
+
+# What some examples print, read back and checked here as well as by the script:
+# name -> (pattern with one number, predicate on it)
+PRINTED = {
+    "stax_digits.py": (r"final test accuracy ([0-9.]+)", lambda acc: acc >= 0.8),  # chance 0.1
+    "gaussian_process.py": (r"posterior mean vs numpy ([0-9.e+-]+)", lambda gap: gap < 1e-8),
+}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=os.path.basename)
@@ -35,6 +45,10 @@ def test_example_runs_quick(path):
     assert result.returncode == 0, (
         f"{os.path.relpath(path, ROOT)} --quick exited with {result.returncode}\n"
         f"--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}")
+    if os.path.basename(path) in PRINTED:
+        pattern, ok = PRINTED[os.path.basename(path)]
+        found = re.search(pattern, result.stdout)
+        assert found and ok(float(found.group(1))), result.stdout
 
 
 @pytest.fixture(scope="module")

@@ -33,9 +33,17 @@ logsoftmax = log_softmax
 
 
 def _shape_of(fun, input_shape, *args):
-    """The shape of fun(*args, x) for x of input_shape, found by abstract evaluation."""
-    x = ShapeDtypeStruct(tuple(input_shape), np.dtype(np.float32))
-    return tuple(eval_shape(lambda *a: fun(*a), *args, x).shape)
+    """The shape of fun(*args, x) for x of input_shape, found by abstract evaluation.
+    Unknown sizes (-1, the batch) are tried as 1 and 2; output sizes that follow them
+    come out -1 again."""
+    def shape_with(n):
+        x = ShapeDtypeStruct(tuple(n if d == -1 else d for d in input_shape),
+                             np.dtype(np.float32))
+        return tuple(eval_shape(lambda *a: fun(*a), *args, x).shape)
+    one = shape_with(1)
+    if -1 not in tuple(input_shape):
+        return one
+    return tuple(-1 if a != b else a for a, b in zip(one, shape_with(2)))
 
 
 # --------------------------------------------------------------------------- dense, conv
