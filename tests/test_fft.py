@@ -42,7 +42,8 @@ ONE_AXIS = [  # (name, operand kind, kwargs)
     ("ifft", "c", {}), ("ifft", "c", {"n": 4, "axis": -2}),
     ("rfft", "r", {}), ("rfft", "r", {"n": 7}), ("rfft", "r", {"n": 12, "axis": 0}),
     ("irfft", "c", {}), ("irfft", "c", {"n": 9}), ("irfft", "c", {"n": 4, "axis": 0}),
-    ("hfft", "c", {}), ("hfft", "c", {"n": 7}), ("ihfft", "r", {}), ("ihfft", "r", {"n": 5}),
+    ("hfft", "c", {}), ("hfft", "c", {"n": 7}), ("ihfft", "r", {}),
+    ("ihfft", "r", {"n": 5}),
 ]
 
 
@@ -227,9 +228,11 @@ def pairing(ct, t):
 LINEAR = [  # (name, kwargs, operand kind, output kind)
     ("fft", {}, "c", "c"), ("ifft", {"n": 7}, "c", "c"),
     ("fftn", {"s": (3, 4), "norm": "ortho"}, "c", "c"),
-    ("rfft", {}, "r", "c"), ("rfft", {"n": 5}, "r", "c"), ("rfftn", {"axes": (1, 0)}, "r", "c"),
+    ("rfft", {}, "r", "c"), ("rfft", {"n": 5}, "r", "c"),
+    ("rfftn", {"axes": (1, 0)}, "r", "c"),
     ("irfft", {}, "c", "r"), ("irfft", {"n": 7}, "c", "r"),
-    ("irfftn", {"norm": "forward"}, "c", "r"), ("hfft", {}, "c", "r"), ("ihfft", {}, "r", "c"),
+    ("irfftn", {"norm": "forward"}, "c", "r"), ("hfft", {}, "c", "r"),
+    ("ihfft", {}, "r", "c"),
 ]
 
 
@@ -302,6 +305,7 @@ def test_cuda_fft_matches_the_cpu():
     # (a host round trip: the same pocketfft numbers, the result back on the GPU)
     check_primitive(fft_p, cplx(2, 3, 4), fft_type=FftType.FFT, fft_lengths=(3, 4),
                     norm="backward")
-    check_primitive(fft_p, real(3, 6), fft_type=FftType.RFFT, fft_lengths=(6,), norm="ortho")
+    check_primitive(fft_p, real(3, 6), fft_type=FftType.RFFT, fft_lengths=(6,),
+                    norm="ortho")
     check_primitive(fft_p, cplx(3, 4), fft_type=FftType.IRFFT, fft_lengths=(6,),
                     norm="forward")

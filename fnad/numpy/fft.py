@@ -9,22 +9,20 @@ so numpy's scaling is applied as numpy applies it. hfft and ihfft are irfft and 
 of the conjugate with the norm's direction swapped, as numpy defines them. Unlike
 numpy, an axis named twice is an error (as in JAX) rather than transformed twice.
 """
-
 import numpy as np
 
 from .. import dtypes
 from ..errors import DTypeError, ShapeError
 from ..primitives import shape as S
+from ..primitives.elementwise import conj_p
 from ..primitives.fft import SWAPPED_NORM, FftType, fft_p
 from ._core import as_operand, astype, normalize_axis
-from ..primitives.elementwise import conj_p
 from ._creation import arange
 from ._shapes import concatenate, roll
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
            "ifftn", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift",
            "ifftshift"]
-
 
 
 # --------------------------------------------------------------------------- operands

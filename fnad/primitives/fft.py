@@ -54,6 +54,9 @@ class FftType(enum.IntEnum):
     RFFT = 2
     IRFFT = 3
 
+    def __repr__(self):     # as printed programs show it
+        return f"FftType.{self.name}"
+
 
 # The norm whose forward scale is another's inverse scale (numpy's hfft uses it too).
 SWAPPED_NORM = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
@@ -75,7 +78,8 @@ def _out_type(shape, dtype, fft_type, fft_lengths, norm):
     if not isinstance(fft_type, FftType):
         raise TypeError(f"fft: fft_type must be an FftType, got {fft_type!r}")
     if norm not in SWAPPED_NORM:
-        raise ValueError(f"fft: norm must be 'backward', 'ortho' or 'forward', got {norm!r}")
+        raise ValueError(f"fft: norm must be 'backward', 'ortho' or 'forward', got "
+                         f"{norm!r}")
     if k == 0 or any(not isinstance(n, int) or n < 1 for n in fft_lengths):
         raise ShapeError(f"fft: fft_lengths must be one or more positive ints, got "
                          f"{fft_lengths!r}")
@@ -91,8 +95,8 @@ def _out_type(shape, dtype, fft_type, fft_lengths, norm):
     if fft_type is FftType.IRFFT:
         expected = expected[:-1] + (fft_lengths[-1] // 2 + 1,)
     if trailing != expected:
-        raise ShapeError(f"fft: {fft_type.name} with fft_lengths {tuple(fft_lengths)} needs "
-                         f"trailing axes {expected}, got {operand}")
+        raise ShapeError(f"fft: {fft_type.name} with fft_lengths {tuple(fft_lengths)} "
+                         f"needs trailing axes {expected}, got {operand}")
     if fft_type is FftType.RFFT:
         return lead + expected[:-1] + (fft_lengths[-1] // 2 + 1,), complex_dtype(dtype)
     if fft_type is FftType.IRFFT:
