@@ -307,6 +307,17 @@ def test_lu_derivatives(shape):
     check_grads(lambda x: fsl.lu(x)[1:], (a,), 1)
 
 
+def test_full_factors_differentiate_when_only_the_values_are_used():
+    # JAX refuses these; the extra columns carry no cotangent here, so the rule for the
+    # thin factors applies exactly.
+    a = spread(4, 2)
+    check_grads(lambda x: jnp.linalg.svd(x)[1], (a,), 2, modes="rev")
+    check_grads(lambda x: jnp.linalg.qr(x, mode="complete")[1], (a,), 2, modes="rev")
+    u, _, vh = np.linalg.svd(a, full_matrices=False)
+    np.testing.assert_allclose(fnad.grad(lambda x: jnp.linalg.svd(x)[1].sum())(a), u @ vh,
+                               atol=1e-12)
+
+
 def test_hand_derived_gradients():
     # d(lambda_i)/dA = v_i v_i^T for a symmetric A with distinct eigenvalues.
     a = symmetric(4, 4)

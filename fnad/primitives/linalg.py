@@ -512,15 +512,16 @@ def _svd_jvp(primals, tangents, full_matrices, compute_uv):
 
 
 def _svd_vjp(cts, outs, a, full_matrices, compute_uv):
-    _svd_derivable(a, full_matrices, compute_uv)
     g_s = cts[0]
     g_u, g_vt = (cts[1], cts[2]) if compute_uv else (None, None)
-    if compute_uv:
+    m, n = a.shape[-2:]
+    if g_u is not None or g_vt is not None:
+        _svd_derivable(a, full_matrices, compute_uv)
+    if compute_uv and (not full_matrices or m == n):
         s, u, vt = outs
-    else:
+    else:   # only s is differentiated: its rule needs the thin factors
         s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
     v = _mT(vt)
-    m, n = a.shape[-2:]
     f = _gaps(mul_p.bind(s, s))
     inv_s = div_p.bind(np.asarray(1, s.dtype), s)
     ct_c, extra = [None if g_s is None else _diag_embed(g_s)], []
@@ -626,10 +627,18 @@ def _thin_qr_transpose(q, r, g_q, g_r):
 
 
 def _qr_vjp(cts, outs, a, full_matrices):
-    _qr_derivable(a, full_matrices)
     q, r = outs
-    g_q, g_r = _zero_or(cts[0], q), _zero_or(cts[1], r)
     m, n = a.shape[-2:]
+    if full_matrices and m > n:
+        if cts[0] is not None:
+            _qr_derivable(a, full_matrices)
+        # Only R is differentiated: its rows below n are zero, the rest is thin QR's
+        # (factored again, so that this rule's own derivative is thin QR's too).
+        nb = a.ndim - 2
+        q, r = qr_p.bind(a, full_matrices=False)
+        g_r = S.slice(cts[1], (0,) * (nb + 2), tuple(r.shape[:-2]) + (n, n))
+        return (_thin_qr_transpose(q, r, np.zeros(tuple(q.shape), q.dtype), g_r),)
+    g_q, g_r = _zero_or(cts[0], q), _zero_or(cts[1], r)
     if m >= n:
         return (_thin_qr_transpose(q, r, g_q, g_r),)
     g_r2 = _columns(g_r, m, n)
