@@ -170,3 +170,260 @@ def test_lax_complex_parts():
     from fnad.primitives.structural import convert_element_type_p
     with pytest.raises(DTypeError, match="real part"):
         convert_element_type_p.bind(z, new_dtype=np.dtype(np.float32))
+
+
+# --------------------------------------------------------------------------- jit and vmap
+
+def _program(z):
+    # elementwise math, a weak Python complex, parts, conversions and a reduction in one
+    # fused program
+    w = fnp.exp(z) * fnp.sin(z) + fnp.sqrt(z) / (z + 2.5 - 1j) + fnp.arccosh(z)
+    parts = fnp.abs(z) + fnp.real(z) * fnp.imag(z) + fnp.angle(z)
+    return w * fnp.conj(z) + parts, fnp.sum(w * w), fnp.mean(fnp.sign(z)), z.astype(np.float32)
+
+
+@pytest.mark.parametrize("dtype", [C64, C128])
+def test_jit_first_call_and_compiled(dtype):
+    z = Z.astype(dtype)
+    want = [np.asarray(w) for w in _program(fnp.asarray(z))]
+    # numpy's own values for the eager result
+    w = np.exp(z) * np.sin(z) + np.sqrt(z) / (z + dtype.type(2.5 - 1j)) + np.arccosh(z)
+    _close(want[0], w * np.conj(z) + (np.abs(z) + z.real * z.imag + np.angle(z)).astype(dtype))
+    _close(want[1], np.sum(w * w))
+    f = fnad.jit(_program)
+    for _ in range(2):      # the first call traces and compiles, the second reuses it
+        for got, w in zip(f(fnp.asarray(z)), want):
+            _close(got, w)
+
+
+def test_jit_complex_literals_and_specials():
+    z = fnp.asarray(np.array([1 + 1j, np.inf + 0j, complex(np.nan, 1.0), -0.0 - 0.0j]))
+    f = fnad.jit(lambda z: (z * (2 - 0.5j) + complex(np.inf, -1), fnp.sign(z),
+                            fnp.isfinite(z), z == complex(np.inf, 0), -z))
+    zn = np.asarray(z)
+    with np.errstate(invalid="ignore"):
+        want = (zn * (2 - 0.5j) + complex(np.inf, -1), np.sign(zn), np.isfinite(zn),
+                zn == complex(np.inf, 0), -zn)
+    for got, w in zip(f(z), want):
+        np.testing.assert_array_equal(np.asarray(got), w)
+    np.testing.assert_array_equal(np.signbit(np.asarray(f(z)[4]).imag), np.signbit((-zn).imag))
+
+
+def test_sums_accumulate_wide():
+    # complex64 sums accumulate in complex128, in every mode
+    z = (np.random.default_rng(0).standard_normal(10 ** 5) * (1 + 1j)).astype(C64)
+    want = np.sum(z.astype(C128)).astype(C64)
+    for f in (fnp.sum, fnad.jit(fnp.sum), fnad.jit(lambda z: fnp.sum(z * 1))):
+        got = np.asarray(f(fnp.asarray(z)))
+        assert got.dtype == C64
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_reductions_and_products():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    b = rng.standard_normal((4, 2)) + 1j * rng.standard_normal((4, 2))
+    A, B = fnp.asarray(a), fnp.asarray(b)
+    cases = [(lambda x, y: x @ y, a @ b), (lambda x, y: fnp.sum(x, axis=0), a.sum(0)),
+             (lambda x, y: fnp.prod(x, axis=1), a.prod(1)),
+             (lambda x, y: fnp.mean(x, axis=1), a.mean(1)),
+             (lambda x, y: fnp.var(x), a.var()), (lambda x, y: fnp.std(x, axis=0), a.std(0)),
+             (lambda x, y: fnp.cumsum(x, axis=1), a.cumsum(1)),
+             (lambda x, y: fnp.cumprod(x, axis=0), a.cumprod(0)),
+             (lambda x, y: fnp.vdot(x[0], y[:, 0]), np.vdot(a[0], b[:, 0])),
+             (lambda x, y: fnp.einsum("ij,jk->ik", x, y), a @ b),
+             (lambda x, y: x.at[1, 2].add(1j), a + np.where(np.arange(12).reshape(3, 4) == 6,
+                                                            1j, 0))]
+    for f, want in cases:
+        _close(f(A, B), want)
+        _close(fnad.jit(f)(A, B), want)
+    with pytest.raises(DTypeError, match="complex128"):
+        fnp.max(A)
+    with pytest.raises(DTypeError, match="complex128"):
+        fnad.jit(fnp.max)(A)
+
+
+def test_vmap():
+    z = fnp.asarray(Z.reshape(2, 2))
+    f = lambda r: fnp.sum(fnp.exp(r) * fnp.conj(r)) + fnp.abs(r[0])  # noqa: E731
+    want = np.array([np.sum(np.exp(r) * np.conj(r)) + np.abs(r[0]) for r in Z.reshape(2, 2)])
+    _close(fnad.vmap(f)(z), want)
+    _close(fnad.jit(fnad.vmap(f))(z), want)
+    _close(fnad.vmap(lax.complex)(fnp.real(z), fnp.imag(z)), Z.reshape(2, 2))
+    _close(fnad.vmap(fnp.real, in_axes=1)(z), Z.reshape(2, 2).real.T)
+
+
+# --------------------------------------------------------------------------- derivatives
+# Hand-derived: for real f, grad(f)(z) = 2 df/dz (Wirtinger), so |z|^2 -> 2 conj(z) and
+# Re(z^2) -> 2z; with holomorphic=True, grad is f'(z).
+
+z0 = np.complex128(0.7 - 1.3j)
+w0 = np.complex128(-0.4 + 0.9j)
+
+
+@pytest.mark.parametrize("f, want", [
+    (lambda z: fnp.abs(z) ** 2, 2 * np.conj(z0)),
+    (lambda z: fnp.real(z * z), 2 * z0),
+    (lambda z: fnp.imag(z * z), -2j * z0),       # Im(z^2) = 2xy: (2y, 2x) -> 2y - 2xi
+    (lambda z: fnp.abs(z), np.conj(z0) / abs(z0)),
+    (lambda z: fnp.angle(z), -1j * np.conj(z0) / abs(z0) ** 2),   # (-y, x) / r^2
+    (lambda z: fnp.real(z * np.conj(w0)), np.conj(w0)),
+    (lambda z: fnp.real(fnp.exp(z)), np.exp(z0)),
+])
+def test_grad_of_real_functions_by_hand(f, want):
+    z = fnp.asarray(z0)
+    _close(fnad.grad(f)(z), want)
+    _close(fnad.jit(fnad.grad(f))(z), want)
+    _close(fnad.grad(fnad.jit(f))(z), want)
+
+
+def test_grad_at_zero_and_real_inputs():
+    _close(fnad.grad(fnp.abs)(fnp.asarray(0j)), np.complex64(0))
+    _close(fnad.grad(lambda z: fnp.abs(z) * 1.0)(fnp.asarray(np.complex128(0))),
+           np.complex128(0))
+    # a real input through complex arithmetic: d/dx Re(x (1 + 2i)) = 1
+    _close(fnad.grad(lambda x: fnp.real(x * (1 + 2j)))(fnp.asarray(1.0)), np.float32(1.0))
+    _close(fnad.grad(lambda x: fnp.imag(fnp.exp(1j * x)))(fnp.asarray(0.5)),
+           np.float32(np.cos(0.5)))
+
+
+@pytest.mark.parametrize("f, df", [
+    (lambda z: z * z, lambda z: 2 * z),
+    (lambda z: fnp.exp(z) * fnp.sin(z), lambda z: np.exp(z) * (np.sin(z) + np.cos(z))),
+    (lambda z: 1 / z + fnp.log(z), lambda z: -1 / z ** 2 + 1 / z),
+    (lambda z: fnp.arccosh(z), lambda z: 1 / (np.sqrt(z - 1) * np.sqrt(z + 1))),
+    (lambda z: z ** 3 - fnp.sqrt(z), lambda z: 3 * z ** 2 - 0.5 / np.sqrt(z)),
+])
+def test_holomorphic_grad_by_hand(f, df):
+    z = fnp.asarray(z0)
+    _close(fnad.grad(f, holomorphic=True)(z), df(z0))
+    _close(fnad.value_and_grad(f, holomorphic=True)(z)[1], df(z0))
+    _close(fnad.grad(fnad.jit(f), holomorphic=True)(z), df(z0))
+    zs = fnp.asarray(np.array([z0, w0]))
+    _close(fnad.jacfwd(f, holomorphic=True)(zs), np.diag(df(np.array([z0, w0]))))
+    _close(fnad.jacrev(f, holomorphic=True)(zs), np.diag(df(np.array([z0, w0]))))
+
+
+def test_holomorphic_errors():
+    z, x = fnp.asarray(z0), fnp.asarray(1.0)
+    with pytest.raises(TypeError, match="holomorphic=True"):
+        fnad.grad(lambda z: z * z)(z)
+    with pytest.raises(TypeError, match="requires inputs with complex dtype.*float32"):
+        fnad.grad(lambda z: z * z, holomorphic=True)(x)
+    with pytest.raises(TypeError, match="complex output"):
+        fnad.grad(fnp.abs, holomorphic=True)(z)
+    with pytest.raises(TypeError, match="holomorphic=True"):
+        fnad.value_and_grad(lambda z: z * 2)(z)
+    zs = fnp.asarray(np.array([z0, w0]))
+    with pytest.raises(TypeError, match="jacfwd requires real-valued inputs"):
+        fnad.jacfwd(fnp.abs)(zs)
+    with pytest.raises(TypeError, match="jacrev requires real-valued outputs"):
+        fnad.jacrev(lambda x: x * 1j)(fnp.ones(2))
+    with pytest.raises(TypeError, match="outputs with complex dtype"):
+        fnad.jacrev(fnp.abs, holomorphic=True)(zs)
+    # what is allowed: jacrev of a real function of complex inputs, jacfwd of a real
+    # input to a complex output
+    _close(fnad.jacrev(fnp.abs)(zs), np.diag(np.conj([z0, w0]) / np.abs([z0, w0])))
+    _close(fnad.jacfwd(lambda x: fnp.exp(1j * x))(fnp.asarray(np.array([0.5, 1.0]))),
+           np.diag(1j * np.exp(1j * np.array([0.5, 1.0]))))
+
+
+# Complex-to-complex maps, holomorphic or not: jvp against central differences along
+# the real and the imaginary direction, and vjp against the pairing Re(ct * t).
+MAPS = [
+    ("exp", fnp.exp), ("log", fnp.log), ("sqrt", fnp.sqrt), ("sin", fnp.sin),
+    ("tan", fnp.tan), ("arctan", fnp.arctan), ("arcsinh", fnp.arcsinh),
+    ("arccos", fnp.arccos), ("arccosh", fnp.arccosh), ("rsqrt", lax.rsqrt),
+    ("conj", fnp.conj), ("abs", lambda z: fnp.abs(z) + 0j), ("sign", fnp.sign),
+    ("real", lambda z: fnp.real(z) + 0j), ("imag", lambda z: fnp.imag(z) * 1j),
+    ("angle", lambda z: fnp.angle(z) + 0j), ("square", lambda z: z ** 2 * fnp.conj(z)),
+    ("div", lambda z: fnp.conj(z) / (z + 2)), ("pow", lambda z: z ** (0.5 + 0.25j)),
+    ("complex", lambda z: lax.complex(fnp.imag(z), fnp.real(z) ** 2)),
+    ("astype", lambda z: z.astype(np.float64).astype(C128) * 1j),
+    ("sum", lambda z: fnp.sum(z * z) * z), ("prod", lambda z: fnp.prod(z) / z),
+    ("var", lambda z: fnp.var(z) + z), ("matmul", lambda z: fnp.outer(z, fnp.conj(z)) @ z),
+]
+
+
+def _fd(f, z, t, h=1e-6):
+    return (np.asarray(f(fnp.asarray(z + h * t))) - np.asarray(f(fnp.asarray(z - h * t)))) / (
+        2 * h)
+
+
+@pytest.mark.parametrize("name, f", MAPS, ids=[m[0] for m in MAPS])
+def test_derivatives_match_finite_differences(name, f):
+    z = np.array([0.7 - 1.3j, -0.4 + 0.9j, 1.6 + 0.2j])
+    rng = np.random.default_rng(2)
+    ct = rng.standard_normal(3) + 1j * rng.standard_normal(3)
+    out, pullback = fnad.vjp(f, fnp.asarray(z))
+    g, = pullback(fnp.asarray(ct))
+    for k in range(3):
+        for unit in (1, 1j):
+            t = np.zeros(3, complex)
+            t[k] = unit
+            numeric = _fd(f, z, t)
+            _, tangent = fnad.jvp(f, (fnp.asarray(z),), (fnp.asarray(t),))
+            np.testing.assert_allclose(np.asarray(tangent), numeric, rtol=1e-6, atol=1e-7)
+            # the pullback pairs with tangents as Re(ct * t), no conjugate
+            np.testing.assert_allclose(np.real(np.asarray(g)[k] * unit),
+                                       np.real(np.sum(ct * numeric)), rtol=1e-6, atol=1e-7)
+
+
+def test_second_order():
+    # d2/dz2 of z^3 = 6z; hessian of a real function of a real input through complex math
+    z = fnp.asarray(z0)
+    _close(fnad.grad(fnad.grad(lambda z: z ** 3, holomorphic=True), holomorphic=True)(z),
+           6 * z0)
+    x = fnp.asarray(np.array([0.3, 0.5]))
+    _close(fnad.hessian(lambda x: fnp.real(fnp.sum(fnp.exp(1j * x))))(x),
+           np.diag(-np.cos([0.3, 0.5])))
+    # vmap of grad, and grad through lax control flow
+    zs = fnp.asarray(Z)
+    _close(fnad.vmap(fnad.grad(fnp.abs))(zs), np.conj(Z) / np.abs(Z))
+    _close(fnad.grad(lambda z: fnp.real(lax.cond(True, lambda a: a * a, lambda a: a, z)))(z),
+           2 * z0)
+    carry = lax.scan(lambda c, x: (c * x, None), fnp.asarray(1 + 0j), zs)[0]
+    _close(carry, np.prod(Z))
+    p = np.prod(Z)      # |p z| -> p conj(p z) / |p z| = |p| conj(z) / |z|
+    _close(fnad.grad(lambda z: fnp.abs(lax.scan(lambda c, x: (c * x, None), z, zs)[0]))(z),
+           p * np.conj(p * z0) / abs(p * z0))
+
+
+def test_vjp_cotangent_dtypes():
+    z = fnp.asarray(Z.astype(C64))
+    _, pullback = fnad.vjp(lambda z: fnp.sum(z) * 2, z)
+    _close(pullback(1j)[0], np.full(4, 2j, C64))           # a weak Python complex
+    with pytest.raises(DTypeError, match="complex64"):
+        pullback(fnp.ones((), C128))
+    _, pullback = fnad.vjp(fnp.abs, z)
+    with pytest.raises(TypeError):
+        pullback(1j)                                          # complex for a real output
+
+
+def test_jax_agrees():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    z = np.array([0.7 - 1.3j, -0.4 + 0.9j], C64)
+    f = lambda m: lambda z: m.sum(m.abs(z) ** 2 + m.real(m.exp(z) * m.sin(z))  # noqa: E731
+                                  + m.angle(z) * m.imag(z))
+    _close(fnad.grad(f(fnp))(fnp.asarray(z)), np.asarray(jax.grad(f(jnp))(z)))
+    # (not arccosh: JAX's derivative of it, 1/sqrt(z^2 - 1), takes the other branch
+    # for Re(z) < 0; fnad's 1/(sqrt(z - 1) sqrt(z + 1)) agrees with finite differences)
+    h = lambda m: lambda z: m.sum(m.sqrt(z) * m.arcsinh(z) / (z + 1j))  # noqa: E731
+    _close(fnad.grad(h(fnp), holomorphic=True)(fnp.asarray(z)),
+           np.asarray(jax.grad(h(jnp), holomorphic=True)(z)))
+    for fn in ("sign", "sqrt", "arccosh", "log1p", "expm1", "arctanh"):
+        _close(getattr(fnp, fn)(fnp.asarray(z)), np.asarray(getattr(jnp, fn)(z)))
+    _close(fnad.vjp(fnp.imag, fnp.asarray(z))[1](fnp.ones(2))[0],
+           np.asarray(jax.vjp(jnp.imag, z)[1](jnp.ones(2, jnp.float32))[0]))
+
+
+def test_cuda_backend_refuses_complex():
+    gpus = fnad.devices("cuda")
+    if not gpus:
+        pytest.skip("no cuda device (not even the simulator)")
+    x = fnad.device_put(np.ones(3, np.float32), gpus[0])
+    with pytest.raises(DTypeError, match="cuda backend does not compute with complex"):
+        x * 1j
+    with pytest.raises(DTypeError, match="cuda backend does not compute with complex"):
+        fnad.jit(lambda x: fnp.abs(x + 1j))(x)

@@ -91,7 +91,9 @@ def test_shape_errors_come_before_any_kernel():
 
 # --------------------------------------------------------------------------- the table
 
-GENERATED = [name for name, entry in TABLE.items()
+# complex numbers stay on the cpu (tests/test_complex.py checks the cuda backend's error)
+COMPLEX = {"complex", "real", "imag", "conj"}
+GENERATED = [name for name, entry in TABLE.items() if name not in COMPLEX
              if fnad.core.PRIMITIVES[name].scalar is not None
              or fnad.core.PRIMITIVES[name].index_map is not None
              or fnad.core.PRIMITIVES[name].reduction is not None]
@@ -109,7 +111,7 @@ def test_generated_kernels_match_the_cpu(name, i, dtype):
 def test_generated_kernels_cover_the_elementwise_and_reduction_primitives():
     declared = {p.name for p in fnad.core.PRIMITIVES.values()
                 if p.scalar is not None or p.reduction is not None}
-    assert declared <= set(GENERATED), declared - set(GENERATED)
+    assert declared <= set(GENERATED) | COMPLEX, declared - set(GENERATED)
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.uint8, np.float16, np.bool_])

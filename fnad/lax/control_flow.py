@@ -36,7 +36,7 @@ def _weak_kind(x):
     if type(x) in (bool, int, float):
         return type(x)
     if type(x) is Array and x.weak_type:
-        return float if x.dtype.kind == "f" else int
+        return {"f": float, "c": complex}.get(x.dtype.kind, int)
     return None
 
 

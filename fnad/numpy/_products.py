@@ -7,6 +7,7 @@ from ..primitives.dot import dot_general
 from ._core import promote
 from ._shapes import broadcast_to, reshape, moveaxis, take_range, ravel
 from ._reductions import sum as _sum
+from ._complex import conj
 
 
 def _promoted(a, b):
@@ -69,7 +70,7 @@ def tensordot(a, b, axes=2):
 
 
 def vdot(a, b):
-    return dot(ravel(a), ravel(b))
+    return dot(ravel(conj(a)), ravel(b))    # numpy's vdot conjugates its first operand
 
 
 def inner(a, b):

@@ -41,10 +41,13 @@ def check_axes(name, x, axes):
                          f"shape {tuple(x.shape)}")
 
 
-def reduced_shape(name):
-    """Shape rule of a reduction over an `axes` param."""
+def reduced_shape(name, kinds=None):
+    """Shape rule of a reduction over an `axes` param (of an operand whose dtype is of
+    one of `kinds`, if given)."""
     def abstract_eval(x, axes):
         check_axes(name, x, axes)
+        if kinds is not None and x.dtype.kind not in kinds:
+            raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
         return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i not in axes),
                            x.dtype)
     return abstract_eval
@@ -103,14 +106,14 @@ def linear(name, impl, abstract_eval, transpose, **slots):
     return prim
 
 
-def axes_reduction(name, **slots):
+def axes_reduction(name, kinds=None, **slots):
     """A reduction over an `axes` param. Its vmap rule keeps the batch axis where it
     is and renumbers the reduced axes around it."""
     def batch(args, batch_dims, axes):
         (x,), (d,) = args, batch_dims
         return prim.bind(x, axes=batched_axes(axes, d)), d - sum(a < d for a in axes)
 
-    prim = Primitive(name, abstract_eval=reduced_shape(name), batch=batch, **slots)
+    prim = Primitive(name, abstract_eval=reduced_shape(name, kinds), batch=batch, **slots)
     return prim
 
 

@@ -27,12 +27,20 @@ FLOAT = "f"
 INEXACT = "fc"
 NUMERIC = "biufc"
 INTEGRAL = "biu"
-# Ordered kinds: complex numbers compare lexicographically, but only where numpy's
-# ufuncs do it for us; the fused kernels' comparisons are on real numbers.
+# Ordered kinds: numpy orders complex numbers lexicographically, but the kernels'
+# comparisons are on real numbers, so every mode refuses complex operands there.
 ORDERED = "biuf"
 
 
 # --------------------------------------------------------------------------- unary
+
+def unary_shape(name, kinds):
+    def abstract_eval(x):
+        if x.dtype.kind not in kinds:
+            raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
+        return ShapedArray(x.shape, x.dtype)
+    return abstract_eval
+
 
 def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
     """deriv(x, out) -> f'(x), or None for a piecewise-constant function."""
@@ -47,13 +55,8 @@ def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
     def vjp(g, out, x):
         return (None if deriv is None else g * deriv(x, out),)
 
-    def abstract_eval(x):
-        if x.dtype.kind not in kinds:
-            raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
-        return ShapedArray(x.shape, x.dtype)
-
-    prim = elementwise_primitive(name, abstract_eval=abstract_eval, impl=impl, jvp=jvp,
-                                 vjp=vjp, scalar=scalar)
+    prim = elementwise_primitive(name, abstract_eval=unary_shape(name, kinds), impl=impl,
+                                 jvp=jvp, vjp=vjp, scalar=scalar)
     return prim
 
 
@@ -93,9 +96,6 @@ logistic_p = unary("logistic", kernels.logistic, lambda x, y: y * (1 - y),
 # erf'(x) = 2/sqrt(pi) exp(-x^2)
 erf_p = unary("erf", kernels.erf, lambda x, y: (2 / math.sqrt(math.pi)) * exp_p.bind(-x * x),
               "math.erf({0})")
-# sign(-0.0) is +0.0 in numpy; Numba's np.sign keeps the sign of the zero (the helper).
-# A complex sign is z / |z| (0 at 0), numpy's and JAX's.
-sign_p = unary("sign", np.sign, None, "kernels.sign_scalar({0})", kinds=NUMERIC)
 floor_p = unary("floor", np.floor, None, "np.floor({0})")
 ceil_p = unary("ceil", np.ceil, None, "np.ceil({0})")
 # cbrt'(x) = 1 / (3 cbrt(x)^2). Numba's np.cbrt is a power of 1/3 (several ulps off near
@@ -454,6 +454,40 @@ def _unit(x, out):
     zero = out == 0
     safe = select_p.bind(zero, np.ones((), out.dtype), out)
     return select_p.bind(zero, np.zeros((), x.dtype), x / _embed(safe, x))
+
+
+# sign(-0.0) is +0.0 in numpy; Numba's np.sign keeps the sign of the zero (the helper).
+# A complex sign is s = z / |z| (0 at 0), numpy's and JAX's. Its derivative is not zero
+# as a real sign's is (JAX takes it as zero): ds = (t - s Re(conj(s) t)) / |z|, and the
+# cotangent is (g - Re(g s) conj(s)) / |z|; both 0 at z = 0.
+def _sign_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    out = sign_p.bind(x)
+    if x.dtype.kind != "c" or t is None:
+        return out, None
+    r = abs_p.bind(x)
+    along = _embed(real_p.bind(conj_p.bind(out) * t), x)
+    return out, (t - out * along) * _embed(_reciprocal_or_zero(r), x)
+
+
+def _sign_vjp(g, out, x):
+    if x.dtype.kind != "c":
+        return (None,)
+    r = abs_p.bind(x)
+    along = _embed(real_p.bind(g * out), x)
+    return ((g - along * conj_p.bind(out)) * _embed(_reciprocal_or_zero(r), x),)
+
+
+def _reciprocal_or_zero(r):
+    zero = r == 0
+    return select_p.bind(zero, np.zeros((), r.dtype),
+                         1 / select_p.bind(zero, np.ones((), r.dtype), r))
+
+
+sign_p = elementwise_primitive(
+    "sign", abstract_eval=unary_shape("sign", NUMERIC), impl=np.sign, jvp=_sign_jvp,
+    vjp=_sign_vjp, scalar="kernels.sign_scalar({0})")
 
 
 def _abs_jvp(primals, tangents):

@@ -343,9 +343,9 @@ _min_jvp, _min_vjp = _extremum_rules("scatter_min")
 _max_jvp, _max_vjp = _extremum_rules("scatter_max")
 
 #            name           kernel op      kinds   jvp       vjp
-_SCATTERS = [("scatter",     kernels.SET, "biuf", _set_jvp, _set_vjp),
-             ("scatter_add", kernels.ADD, "iuf",  _add_jvp, _add_vjp),
-             ("scatter_mul", kernels.MUL, "iuf",  _mul_jvp, _mul_vjp),
+_SCATTERS = [("scatter",     kernels.SET, "biufc", _set_jvp, _set_vjp),
+             ("scatter_add", kernels.ADD, "iufc",  _add_jvp, _add_vjp),
+             ("scatter_mul", kernels.MUL, "iufc",  _mul_jvp, _mul_vjp),
              ("scatter_min", kernels.MIN, "biuf", _min_jvp, _min_vjp),
              ("scatter_max", kernels.MAX, "biuf", _max_jvp, _max_vjp)]
 

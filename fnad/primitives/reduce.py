@@ -8,6 +8,7 @@ from ..core import Primitive
 from ..errors import ShapeError, DTypeError
 from ._rules import axes_reduction, check_axes
 from . import shape as S
+from ..kernels.cpu.elementwise import real_operands
 from .elementwise import select_p, convert_element_type_p, eq_p
 # reduce_sum is declared with the kit every rule uses, below every family; it belongs
 # to this family's namespace all the same.
@@ -52,12 +53,14 @@ def _extremum(name, impl, reduction):
         return (expand_to(g, x.shape, axes) * weights(x, out, axes),)
 
     def checked_impl(x, axes):
+        real_operands(x)        # numpy orders complex numbers; the kernels do not
         if x.size == 0 and any(x.shape[a] == 0 for a in axes):
             raise ShapeError(f"{name} of an empty axis has no identity "
                              f"(operand shape {x.shape}, axes {axes})")
         return impl(x, axis=axes)
 
-    prim = axes_reduction(name, impl=checked_impl, jvp=jvp, vjp=vjp, reduction=reduction)
+    prim = axes_reduction(name, kinds="biuf", impl=checked_impl, jvp=jvp, vjp=vjp,
+                          reduction=reduction)
     return prim
 
 
@@ -146,7 +149,7 @@ argmin_p = _arg_reduction("argmin", np.argmin)
 
 # --------------------------------------------------------------------------- cumulative
 
-def _cumulative_shape(name, kinds="biuf"):
+def _cumulative_shape(name, kinds="biufc"):
     def abstract_eval(x, axis, reverse):
         check_axes(name, x, (axis,))
         if x.dtype.kind not in kinds:
@@ -243,8 +246,12 @@ def _cum_extremum(name, ufunc):
                         (moved_g.ndim,))
         return (_restore_axis(ct, axis),)
 
-    prim = _along_axis(name, reduces=False, abstract_eval=_cumulative_shape(name),
-                       impl=_along(ufunc.accumulate), jvp=jvp, vjp=vjp)
+    def impl(x, axis, reverse):
+        real_operands(x)
+        return _along(ufunc.accumulate)(x, axis, reverse)
+
+    prim = _along_axis(name, reduces=False, abstract_eval=_cumulative_shape(name, "biuf"),
+                       impl=impl, jvp=jvp, vjp=vjp)
     return prim
 
 

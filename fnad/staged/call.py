@@ -18,7 +18,7 @@ def call(closed, *args):
 
 
 def _jit_call_jvp(primals, tangents, program):
-    in_mask = tuple(t is not None and a.dtype.kind == "f"
+    in_mask = tuple(t is not None and a.dtype.kind in "fc"
                     for t, a in zip(tangents, program.in_avals))
     m = len(program.outputs)
     if not any(in_mask):
@@ -32,7 +32,7 @@ def _jit_call_vjp(cts, outs, *args, program):
     ct_mask = tuple(c is not None for c in cts)
     float_cts = call(vjp_program(program, ct_mask), *args, *[c for c in cts if c is not None])
     result = [None] * len(args)
-    floats = [i for i, a in enumerate(program.in_avals) if a.dtype.kind == "f"]
+    floats = [i for i, a in enumerate(program.in_avals) if a.dtype.kind in "fc"]
     for i, c in zip(floats, float_cts):
         result[i] = c
     return result

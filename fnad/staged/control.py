@@ -48,7 +48,7 @@ _zeros_like = _zeros      # anything with .shape and .dtype
 
 
 def _is_float(x):
-    return x.dtype.kind == "f"
+    return x.dtype.kind in "fc"
 
 
 def _split(seq, *sizes):
@@ -434,13 +434,13 @@ def _scan_vjp_body(body, num_consts, num_carry):
     avals, out_avals = body.in_avals, body.out_avals
     nC, nc = num_consts, num_carry
     const_avals, carry_avals, x_avals = _split(avals, nC, nc)
-    floats = lambda seq: [a for a in seq if a.dtype.kind == "f"]  # noqa: E731
+    floats = lambda seq: [a for a in seq if a.dtype.kind in "fc"]  # noqa: E731
     n_ct_c, n_acc, nx = len(floats(carry_avals)), len(floats(const_avals)), len(x_avals)
 
     def fun(*args):
         consts, ct_c, acc, xs, carry, ct_ys = _split(args, nC, n_ct_c, n_acc, nx, nc)
         given = iter(ct_c + ct_ys)
-        cts = [next(given) if a.dtype.kind == "f" else _zeros(a) for a in out_avals]
+        cts = [next(given) if a.dtype.kind in "fc" else _zeros(a) for a in out_avals]
         in_cts = pullback_floats(lambda v: evaluate(body, v), consts + carry + xs, cts)
         ct_consts, ct_carry, ct_xs = (
             [c for c in part if c is not None] for part in _split(in_cts, nC, nc))

@@ -23,7 +23,7 @@ def dependent(program, in_mask, floats_only=False):
     """Which outputs depend on the inputs flagged in in_mask. With floats_only, only
     through floating-point values: where a tangent can reach."""
     def counts(v):
-        return not floats_only or v.aval.dtype.kind == "f"
+        return not floats_only or v.aval.dtype.kind in "fc"
     reached = {v for v, m in zip(program.invars, in_mask) if m and counts(v)}
     for e in program.eqns:
         if any(isinstance(a, Var) and a in reached for a in e.inputs):

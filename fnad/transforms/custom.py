@@ -27,7 +27,7 @@ class CustomRules:
 
 
 def _is_float(x):
-    return x.dtype.kind == "f"
+    return x.dtype.kind in "fc"
 
 
 def pullback_floats(flat_fun, point, cotangents):

@@ -2,10 +2,16 @@
 (jacfwd) or the pullback of one vjp vmapped over the unit cotangents of the outputs
 (jacrev), so every column (row) is computed in one batched pass. The result nests
 the output structure around the input structure, with each leaf of shape
-out.shape + in.shape."""
+out.shape + in.shape.
+
+Complex values follow JAX: without `holomorphic`, jacfwd takes real inputs and jacrev
+gives real outputs (a complex Jacobian of a non-holomorphic map is not one matrix);
+holomorphic=True takes complex inputs to complex outputs and gives f'(z), the same
+formulas either way since the unit tangents and cotangents are then 1 + 0j."""
 import numpy as np
 
 from ..array import Array
+from ..errors import GradientError
 from ..primitives import shape as S
 from ..primitives._rules import zeros
 from ..tree_util import tree_flatten, tree_unflatten
@@ -15,7 +21,24 @@ from .jvp import jvp
 from .vjp import vjp
 
 
-def _split_args(fun, args, kwargs, argnums, has_aux, transform):
+_HINT = ("For holomorphic differentiation, pass holomorphic=True; for a non-holomorphic "
+         "function of complex values, use vjp or jvp directly.")
+
+
+def _check_kind(values, holomorphic, transform, what, complex_allowed):
+    """JAX's dtype rules for Jacobians: holomorphic=True wants complex `what`s; else
+    complex ones are refused unless complex_allowed."""
+    for i, x in enumerate(values):
+        kind = x.dtype.kind
+        if holomorphic and kind != "c":
+            raise GradientError(f"{transform} with holomorphic=True requires {what}s with "
+                                f"complex dtype, but {what} {i} has dtype {x.dtype}")
+        if not holomorphic and kind == "c" and not complex_allowed:
+            raise GradientError(f"{transform} requires real-valued {what}s, but {what} {i} "
+                                f"has dtype {x.dtype}. " + _HINT)
+
+
+def _split_args(fun, args, kwargs, argnums, has_aux, transform, holomorphic=False):
     """The differentiated leaves of a call and fun as a function of them alone;
     argnums is (single, nums) from check_argnums."""
     single, nums = argnums
@@ -23,6 +46,8 @@ def _split_args(fun, args, kwargs, argnums, has_aux, transform):
     diff = args[nums[0]] if single else tuple(args[i] for i in nums)
     flat_in, tree_in = tree_flatten(diff)
     flat_in = [check_float_input(x, transform, f"input {i}") for i, x in enumerate(flat_in)]
+    _check_kind(flat_in, holomorphic, transform, "input",
+                complex_allowed=transform != "jacfwd")
 
     def flat_fun(*leaves):
         value = tree_unflatten(tree_in, list(leaves))
@@ -69,16 +94,17 @@ def _zeros_jacobian(flat_out, tree_out, flat_in, tree_in):
                                  for x in flat_in]) for o in flat_out])
 
 
-def jacfwd(fun, argnums=0, has_aux=False):
+def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian of fun by forward mode: jvp vmapped over the input's unit vectors."""
-    return _jacfwd(fun, argnums, has_aux, "jacfwd")
+    return _jacfwd(fun, argnums, has_aux, "jacfwd", holomorphic)
 
 
-def _jacfwd(fun, argnums, has_aux, name):
+def _jacfwd(fun, argnums, has_aux, name, holomorphic=False):
     argnums = check_argnums(argnums, name)
 
     def jacfwd_fun(*args, **kwargs):
-        flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, has_aux, name)
+        flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, has_aux, name,
+                                                 holomorphic)
         if sum(x.size for x in flat_in) == 0:
             out = flat_fun(*flat_in)
             out, aux = out if has_aux else (out, None)
@@ -92,6 +118,8 @@ def _jacfwd(fun, argnums, has_aux, name):
         out_axes = (None, -1, None) if has_aux else (None, -1)
         result = vmap(pushforward, out_axes=out_axes)(*_basis(flat_in))
         flat_out, tree_out = tree_flatten(result[0])
+        if holomorphic:
+            _check_kind(flat_out, True, name, "output", True)
         columns = tree_flatten(result[1])[0]    # (out.shape..., total in) each
         starts = _starts(flat_in)
         jac = tree_unflatten(tree_out, [
@@ -103,20 +131,22 @@ def _jacfwd(fun, argnums, has_aux, name):
     return jacfwd_fun
 
 
-def jacrev(fun, argnums=0, has_aux=False):
+def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
     """The Jacobian of fun by reverse mode: one forward pass, its pullback vmapped
     over the output's unit vectors."""
-    return _jacrev(fun, argnums, has_aux, "jacrev")
+    return _jacrev(fun, argnums, has_aux, "jacrev", holomorphic)
 
 
-def _jacrev(fun, argnums, has_aux, name):
+def _jacrev(fun, argnums, has_aux, name, holomorphic=False):
     argnums = check_argnums(argnums, name)
 
     def jacrev_fun(*args, **kwargs):
-        flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, has_aux, name)
+        flat_in, tree_in, flat_fun = _split_args(fun, args, kwargs, argnums, has_aux, name,
+                                                 holomorphic)
         result = vjp(flat_fun, *flat_in, has_aux=has_aux)
         out, pullback = result[0], result[1]
         flat_out, tree_out = tree_flatten(out)
+        _check_kind(flat_out, holomorphic, name, "output", complex_allowed=False)
         if sum(o.size for o in flat_out) == 0:
             jac = _zeros_jacobian(flat_out, tree_out, flat_in, tree_in)
         else:
@@ -132,6 +162,7 @@ def _jacrev(fun, argnums, has_aux, name):
     return jacrev_fun
 
 
-def hessian(fun, argnums=0, has_aux=False):
+def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
     """The matrix of second derivatives: jacfwd of jacrev."""
-    return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian"), argnums, has_aux, "hessian")
+    return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian", holomorphic), argnums, has_aux,
+                   "hessian", holomorphic)

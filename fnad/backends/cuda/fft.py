@@ -9,6 +9,6 @@ from .registry import implements
 from ...primitives.fft import fft_p
 
 
-@implements(fft_p)
+@implements(fft_p, complex_ok=True)
 def _fft(x, **params):
     return runtime.to_device(fft_p.impl(x.copy_to_host(), **params))

@@ -257,4 +257,4 @@ def _on_host(prim):
 
 
 for _prim in (L.eigh_p, L.svd_p, L.qr_p, L.lu_p, L.lu_pivots_to_permutation_p, L.eig_p):
-    implements(_prim)(_on_host(_prim))
+    implements(_prim, complex_ok=True)(_on_host(_prim))      # numpy's kernels

@@ -13,7 +13,7 @@ from ...cache import register
 from ...program import Literal
 from ..fusion import Group, materialized, check_sizes, partition
 from . import runtime
-from .registry import impl_for
+from .registry import impl_for, check_real
 from .fused import GroupKernel
 
 # Program -> Executable, which holds no reference to its Program (so an entry goes
@@ -35,6 +35,8 @@ class Executable:
         steps = partition(program, fuse_reductions=False)
         materialize = materialized(program, steps)
         check_sizes(program)
+        for e in program.eqns:
+            check_real(e.prim, [a.aval for a in list(e.inputs) + list(e.outputs)])
         self.steps = []
         self.kernel_sources = []
         for step in steps:

@@ -16,24 +16,42 @@ import numpy as np
 from ... import backend
 from ...abstract import ShapedArray
 from ...array import Array
+from ...errors import DTypeError
 from . import runtime
 from .array import CudaArray
 
 _impls = {}
+_complex_ok = set()     # primitives whose kernel handles complex operands
 _FAMILIES = ("shape", "dot", "conv", "index", "cumulative", "sort", "random", "linalg",
              "fft", "control")
 _loaded = False
 
 
-def implements(*prims):
+def implements(*prims, complex_ok=False):
     """Register the decorated function as the cuda kernel of `prims`: called with the
     operands as device arrays and the primitive's params, it returns a device array
-    (a list of them for primitives with several results)."""
+    (a list of them for primitives with several results). complex_ok: the kernel
+    computes complex operands correctly (other kernels are refused them)."""
     def register(fn):
         for p in prims:
             _impls[p] = fn
+            if complex_ok:
+                _complex_ok.add(p)
         return fn
     return register
+
+
+def check_real(prim, avals):
+    """The generated kernels and most written ones compute real numbers only: a
+    complex operand or result is a DTypeError here, never a wrong number there."""
+    if prim in _complex_ok:
+        return
+    for a in avals:
+        if a.dtype.kind == "c":
+            raise DTypeError(
+                f"{prim.name}: the cuda backend does not compute with complex numbers "
+                f"(dtype {a.dtype}); move the values to the cpu with "
+                f"fnad.device_put(x, fnad.devices('cpu')[0])")
 
 
 def impl_for(prim):
@@ -92,7 +110,9 @@ def evaluate(prim, args, params):
         avals.append(ShapedArray(a.shape, a.dtype))
     # The shape rule runs first: a kernel given mismatched shapes would read out of
     # bounds instead of raising.
-    prim.abstract_eval(*avals, **params)
+    out_avals = prim.abstract_eval(*avals, **params)
+    _load_families()
+    check_real(prim, avals + (list(out_avals) if prim.multiple_results else [out_avals]))
     if device.id:   # kernels launch on the current GPU: make it the operands' one
         with runtime.cuda().gpus[device.id]:
             out = impl_for(prim)(*values, **params)

@@ -141,7 +141,8 @@ _UFUNCS = {ADD: np.add, MUL: np.multiply, MIN: np.minimum, MAX: np.maximum}
 
 
 def scatter_rows(out, rows, mode, updates, op):
-    if updates.size > SMALL:
+    # complex: the compiled loop's min/max branches cannot be typed; numpy's ufunc.at
+    if updates.size > SMALL and updates.dtype.kind != "c":
         return _scatter_rows(out, rows, mode, updates, op)
     i = _rows_numpy(rows, out.shape[0], mode)
     keep = i >= 0
