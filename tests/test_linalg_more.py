@@ -131,6 +131,7 @@ def test_pinv_lstsq_rank_cond_norms_match_numpy():
     low_rank = a[0] @ np.diag([1., 1., 0.]) @ rng.standard_normal((3, 3))
     np.testing.assert_allclose(jnp.linalg.pinv(low_rank), np.linalg.pinv(low_rank),
                                atol=1e-10)
+    assert jnp.linalg.pinv(np.zeros((2, 0, 4))).shape == (2, 4, 0)
     assert int(jnp.linalg.matrix_rank(low_rank)) == 2
     np.testing.assert_array_equal(jnp.linalg.matrix_rank(a), [3, 3])
     assert int(jnp.linalg.matrix_rank(low_rank, tol=10.0)) == np.linalg.matrix_rank(

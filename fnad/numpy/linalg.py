@@ -347,6 +347,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
         if rtol is not None:
             raise ValueError("pinv: pass rtol or rcond, not both")
         rtol = rcond
+    if a.size == 0:     # no singular values to scale by: the (n, m) zero matrix
+        return broadcast_to(np.zeros((), a.dtype), tuple(a.shape[:-2]) + tuple(a.shape[:-3:-1]))
     rtol = _pinv_rtol(a, rtol)
     if not np.ndim(rtol) and not hasattr(rtol, "shape"):
         rtol = float(rtol)
