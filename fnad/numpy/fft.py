@@ -9,6 +9,8 @@ so numpy's scaling is applied as numpy applies it. hfft and ihfft are irfft and 
 of the conjugate with the norm's direction swapped, as numpy defines them. Unlike
 numpy, an axis named twice is an error (as in JAX) rather than transformed twice.
 """
+import functools
+
 import numpy as np
 
 from .. import dtypes
@@ -45,38 +47,49 @@ def _operand(name, a, fft_type):
     return astype(a, dtypes.complex_dtype(_float_dtype(a.dtype)))
 
 
-def _axes_and_lengths(name, a, s, axes, fft_type):
-    """numpy's rules: without s the axes' own lengths (for irfft the last one's
+@functools.lru_cache(maxsize=1024)
+def _plan(name, shape, s, axes, fft_type):
+    """What a transform of an operand of this shape does, remembered (eager calls
+    repeat the same few): (fft_lengths, the pad config cropping or zero-padding each
+    axis to the length the transform reads or None, the permutation moving the axes
+    to the end or None, its inverse), or None when there is no axis to transform.
+    numpy's rules: without s the axes' own lengths (for irfft the last one's
     2 (m - 1)); without axes the last len(s) axes, or all of them."""
+    ndim = len(shape)
     if axes is None:
-        axes = range(a.ndim) if s is None else range(-len(s), 0)
-    axes = tuple(normalize_axis(int(ax), a.ndim, "axes") for ax in axes)
+        axes = range(ndim) if s is None else range(-len(s), 0)
+    axes = tuple(normalize_axis(int(ax), ndim, "axes") for ax in axes)
     if len(set(axes)) != len(axes):
         raise ShapeError(f"{name}: axes {axes} name an axis twice (for an operand of "
-                         f"shape {tuple(a.shape)})")
+                         f"shape {shape})")
     if s is not None and len(s) != len(axes):
-        raise ShapeError(f"{name}: s {tuple(s)} and axes {axes} have different lengths")
-    defaults = [a.shape[ax] for ax in axes]
-    if fft_type is FftType.IRFFT and axes:
+        raise ShapeError(f"{name}: s {s} and axes {axes} have different lengths")
+    if not axes:
+        return None
+    defaults = [shape[ax] for ax in axes]
+    if fft_type is FftType.IRFFT:
         defaults[-1] = 2 * (defaults[-1] - 1)
     lengths = tuple(d if s is None or s[i] is None else int(s[i])
                     for i, d in enumerate(defaults))
     bad = [n for n in lengths if n < 1]
     if bad:
-        what = "s" if s is not None else f"operand shape {tuple(a.shape)}"
+        what = "s" if s is not None else f"operand shape {shape}"
         raise ShapeError(f"{name}: invalid number of FFT data points {bad[0]} (from "
                          f"{what} along axes {axes}); each must be at least 1")
-    return axes, lengths
-
-
-def _fit(a, axes, sizes):
-    """a cropped or zero-padded at the end of each axis to the given size."""
-    if all(a.shape[ax] == n for ax, n in zip(axes, sizes)):
-        return a
-    config = [(0, 0, 0)] * a.ndim
-    for ax, n in zip(axes, sizes):
-        config[ax] = (0, n - a.shape[ax], 0)
-    return S.pad(a, np.zeros((), a.dtype), config)
+    read = lengths
+    if fft_type is FftType.IRFFT:
+        read = lengths[:-1] + (lengths[-1] // 2 + 1,)
+    config = None
+    if any(shape[ax] != n for ax, n in zip(axes, read)):
+        config = [(0, 0, 0)] * ndim
+        for ax, n in zip(axes, read):
+            config[ax] = (0, n - shape[ax], 0)
+        config = tuple(config)
+    perm = inverse = None
+    if axes != tuple(range(ndim - len(axes), ndim)):
+        perm = tuple(d for d in range(ndim) if d not in axes) + axes
+        inverse = tuple(int(i) for i in np.argsort(perm))
+    return lengths, config, perm, inverse
 
 
 def _norm(name, norm):
@@ -93,24 +106,19 @@ def _norm(name, norm):
 def _fftn(name, a, s, axes, norm, fft_type):
     norm = _norm(name, norm)
     a = _operand(name, a, fft_type)
-    axes, lengths = _axes_and_lengths(name, a, s, axes, fft_type)
-    if not axes:
+    plan = _plan(name, tuple(a.shape), None if s is None else tuple(s),
+                 None if axes is None else tuple(axes), fft_type)
+    if plan is None:
         if fft_type in (FftType.RFFT, FftType.IRFFT):
             raise ShapeError(f"{name}: at least one axis to transform is needed")
         return a
-    read = lengths
-    if fft_type is FftType.IRFFT:
-        read = lengths[:-1] + (lengths[-1] // 2 + 1,)
-    a = _fit(a, axes, read)
-    k = len(axes)
-    trailing = tuple(range(a.ndim - k, a.ndim))
-    if axes != trailing:
-        perm = [d for d in range(a.ndim) if d not in axes] + list(axes)
+    lengths, config, perm, inverse = plan
+    if config is not None:
+        a = S.pad(a, np.zeros((), a.dtype), config)
+    if perm is not None:
         a = S.transpose(a, perm)
     y = fft_p.bind(a, fft_type=fft_type, fft_lengths=lengths, norm=norm)
-    if axes != trailing:
-        y = S.transpose(y, tuple(int(i) for i in np.argsort(perm)))
-    return y
+    return y if inverse is None else S.transpose(y, inverse)
 
 
 def _one_axis(n, axis):
