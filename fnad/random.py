@@ -33,8 +33,9 @@ from . import lax
 from . import dtypes
 from .array import Array
 from .core import Tracer
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, GradientError, ShapeError
 from .primitives.random_bits import random_bits, random_split, threefry2x32  # noqa: F401
+from .transforms.custom import custom_vjp
 
 __all__ = ["key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "threefry2x32",
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "permutation",
@@ -692,7 +693,14 @@ def _marsaglia_tsang(key, alpha, shape, dtype):
 
 def _log_gamma_draw(key, a, shape, dtype):
     """(log of a Gamma(a) draw, the draw): a < 1 is boosted to a + 1 and scaled by
-    u ** (1 / a) (done in logs, so tiny a loses nothing to underflow)."""
+    u ** (1 / a) (done in logs, so tiny a loses nothing to underflow).
+
+    Not differentiable in a: the derivative of an accepted rejection sample holding
+    its normal and uniform fixed is not the derivative of the distribution's samples
+    (that takes d/da of the incomplete gamma function, JAX's implicit
+    reparameterization, which fnad does not have), so both modes raise instead of
+    giving that wrong number."""
+    a = _shape_parameter(a)
     k1, k2 = random_split(key, (2,))
     small = a < 1
     boosted = jnp.where(small | jnp.isnan(a), a + 1, a)
@@ -702,6 +710,23 @@ def _log_gamma_draw(key, a, shape, dtype):
     invalid = ~(a >= 0)
     log_g = jnp.where(invalid, np.nan, jnp.where(a == 0, -np.inf, log_g))
     return log_g, g
+
+
+@custom_vjp
+def _shape_parameter(a):
+    """a itself, where a derivative with respect to a is an error (in reverse mode
+    before the rejection loop's own error; forward mode refuses a custom_vjp)."""
+    return a
+
+
+def _no_derivative(*args):
+    raise GradientError("fnad.random's gamma-based samplers (gamma, loggamma, beta, "
+                        "dirichlet, chisquare, t, f, generalized_normal, ball) are not "
+                        "differentiable with respect to their shape parameters; wrap the "
+                        "parameter in lax.stop_gradient to treat the draw as a constant")
+
+
+_shape_parameter.defvjp(_no_derivative, _no_derivative)
 
 
 def _gamma_args(name, key, a, shape, dtype):

@@ -214,3 +214,23 @@ def test_orthogonal_matches_jax(n, shape, m):
     ours = np.asarray(random.orthogonal(random.key(1), n, shape, m=m))
     theirs = np.asarray(jax.random.orthogonal(jax.random.key(1), n, shape, m=m))
     np.testing.assert_allclose(ours, theirs, atol=2e-6)
+
+
+def test_gamma_family_refuses_derivatives_in_its_shape_parameter():
+    # a silent pathwise derivative through the rejection loop would be wrong: an error
+    for f in (lambda a: random.gamma(KEY, a, (3,)).sum(),
+              lambda a: random.beta(KEY, a, 2.0, (3,)).sum(),
+              lambda a: random.t(KEY, a, (3,)).sum()):
+        with pytest.raises(fnad.GradientError, match="shape parameters"):
+            fnad.grad(f)(2.0)
+        with pytest.raises(fnad.GradientError, match="shape parameters"):
+            fnad.jvp(f, (2.0,), (1.0,))
+    # a draw with a constant shape is an ordinary constant
+    g = fnad.grad(lambda x: (x * random.gamma(KEY, 2.0, (3,))).sum())(2.0)
+    np.testing.assert_allclose(float(g), float(np.asarray(random.gamma(KEY, 2.0, (3,))).sum()),
+                               rtol=1e-6)
+    # transformations of uniforms are differentiable in their parameters: d/ds of
+    # s * sqrt(2 E) is sqrt(2 E)
+    g = fnad.grad(lambda s: random.rayleigh(KEY, s, (4,)).sum())(3.0)
+    np.testing.assert_allclose(float(g), float(np.asarray(random.rayleigh(KEY, 1.0, (4,))).sum()),
+                               rtol=1e-5)
