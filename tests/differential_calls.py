@@ -527,3 +527,89 @@ def _nan_reduction_cases():
 
 
 CASES += MORE_UNARY + MORE_BINARY + MORE_CALLS + _nan_reduction_cases()
+
+
+def _quantile_cases():
+    """Quantiles by each interpolation method (q a Python number: weak, so the result
+    keeps the data's float); the NaN-ignoring ones over the reduction suite's inputs."""
+    cases = [
+        call("numpy", fnp, "quantile", [("2-d", [D((3, 7))]), ("one row", [D((1, 4))])],
+             I32F, "float", pos=(0.3,), kw=dict(axis=1), specials=specials_2d),
+        call("numpy", fnp, "quantile", [("2-d", [D((3, 7))])], I32F, "float", pos=(0.75,),
+             kw=dict(method="nearest"), label="nearest", **NOGRAD),
+        call("numpy", fnp, "quantile", [("2-d", [D((3, 6))])], I32F, "float", pos=(0.5,),
+             kw=dict(axis=0, method="midpoint", keepdims=True), label="midpoint", jit=False),
+        call("numpy", fnp, "quantile", [("2-d", [D((3, 6))])], I32F, "float", pos=(0.4,),
+             kw=dict(axis=1, method="lower"), label="lower", jit=False, **NOGRAD),
+        call("numpy", fnp, "quantile", [("2-d", [D((3, 6))])], I32F, "float", pos=(0.4,),
+             kw=dict(axis=1, method="higher"), label="higher", jit=False, **NOGRAD),
+        call("numpy", fnp, "percentile", [("2-d", [D((3, 7))])], I32F, "float", pos=(30,),
+             kw=dict(axis=(0, 1))),
+    ]
+    for name, pos in (("nanquantile", (0.3,)), ("nanpercentile", (65,)), ("nanmedian", ())):
+        for label, kw, mode in (("axis=1", dict(axis=1), {}),
+                                ("axis=None", {}, dict(jit=False))):
+            cases.append(Case("numpy", name, _dc._partial(getattr(fnp, name), pos, kw),
+                              _dc._partial(getattr(np, name), pos, kw),
+                              reduction_inputs(REAL, long=False), I32F, "float",
+                              jax=_dc._jax_same("numpy", name, *pos, **kw), label=label,
+                              signed_zero=False, tol=16, **mode))
+    return cases
+
+
+COUNTS = fixed(np.array([0, 1, 1, 3, 2, 1, 7]))
+BINS = fixed(np.array([-1.0, 0.0, 0.5, 2.0]))
+
+
+def _bincount(lib):
+    if lib is np:
+        return lambda x, w: np.bincount(x, w, minlength=9)
+    return lambda x, w: lib.bincount(x, w, length=9)
+
+
+STATISTICS_CALLS = _quantile_cases() + [
+    call("numpy", fnp, "cov", [("3 variables", [D((3, 6))])], I32F, "float", tol=16),
+    call("numpy", fnp, "cov", [("weighted", [D((6, 3))])], I32F, "float", tol=16,
+         kw=dict(rowvar=False, fweights=np.array([1, 2, 1, 3, 1, 1]),
+                 aweights=np.array([0.5, 1.0, 2.0, 1.5, 1.0, 0.25])), label="weights"),
+    call("numpy", fnp, "corrcoef", [("3 variables", [D((3, 6))]),
+                                    ("two", [D((6,)), D((6,))])], I32F, "float", tol=16),
+    call("numpy", fnp, "bincount", [("weights", [COUNTS, D((7,))])], F3264, "same",
+         adapt=_bincount),
+    call("numpy", fnp, "bincount", [("counts", [COUNTS])], (I32,), "index", label="counts",
+         adapt=lambda lib: (lambda x: lib.bincount(x)), **STATIC),
+    call("numpy", fnp, "digitize", [("2-d", [D((4, 5)), BINS])], I32F, "index", **NOGRAD,
+         specials=lambda dtype: (specials_1d(dtype)[0], np.array([-1.0, 0.0, 0.5, 2.0]))),
+    call("numpy", fnp, "digitize", [("2-d", [D((4, 5)), fixed(np.array([3.0, 1.0, 0.0]))])],
+         I32F, "index", kw=dict(right=True), label="decreasing right", **NOGRAD),
+    # numpy's counts are int64 and JAX's floats: fnad's are the default int (the index
+    # rule), so the dtypes come from the rule, not from JAX
+    call("numpy", fnp, "histogram", [("1-d", [D((40,))])], F3264, ("index", "same"),
+         jax=None, adapt=lambda lib: (lambda a: lib.histogram(a, bins=6)), **NOGRAD),
+    call("numpy", fnp, "histogram", [("1-d", [D((40,)), D((40,), domain=POS)])], F3264,
+         "same", jax=None, label="weights density", adapt=lambda lib: (
+             lambda a, w: lib.histogram(a, bins=5, range=(-2, 2), weights=w, density=True)),
+         data_args=(1,)),
+    call("numpy", fnp, "histogram_bin_edges", [("1-d", [D((40,))])], F3264, "same",
+         kw=dict(bins=7)),
+    call("numpy", fnp, "histogram2d", [("two", [D((30,)), D((30,))])], F3264, "float",
+         jax=None, adapt=lambda lib: (lambda x, y: lib.histogram2d(x, y, bins=(3, 4))),
+         **NOGRAD),
+    call("numpy", fnp, "histogramdd", [("points", [D((30, 3))])], F3264, "float", jax=None,
+         adapt=lambda lib: (lambda s: lib.histogramdd(s, bins=(2, 3, 2), density=True)),
+         **NOGRAD),
+    # dtype questions with Python answers
+    call("numpy", fnp, "can_cast", [("none", [])], (I32,), BOOL, adapt=lambda lib: (
+        lambda: np.asarray([lib.can_cast(lib.float32, lib.int32),
+                            lib.can_cast(lib.int16, lib.float32)])), **STATIC),
+    call("numpy", fnp, "isdtype", [("none", [])], (I32,), BOOL, adapt=lambda lib: (
+        lambda: np.asarray([lib.isdtype(lib.float32, "real floating"),
+                            lib.isdtype(lib.int8, ("bool", "unsigned integer"))])), **STATIC),
+    call("numpy", fnp, "isscalar", [("none", [])], (I32,), BOOL, adapt=lambda lib: (
+        lambda: np.asarray([lib.isscalar(1.5), lib.isscalar([1]), lib.isscalar(np.int8(3))])),
+         **STATIC),
+    call("numpy", fnp, "iterable", [("none", [])], (I32,), BOOL, adapt=lambda lib: (
+        lambda: np.asarray([lib.iterable([1]), lib.iterable(2)])), **STATIC),
+]
+
+CASES += STATISTICS_CALLS

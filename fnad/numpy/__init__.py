@@ -16,6 +16,12 @@ from ._products import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
 from ._einsum import einsum  # noqa: F401
+from ._comparisons import *  # noqa: F401,F403
+from ._integer_math import *  # noqa: F401,F403
+from ._float_bits import *  # noqa: F401,F403
+from ._nan_reductions import *  # noqa: F401,F403
+from ._statistics import *  # noqa: F401,F403
+from ._histograms import *  # noqa: F401,F403
 from ._special import i0  # noqa: F401
 from ._complex import *  # noqa: F401,F403
 from ..dtypes import complex64, complex128, complex64 as csingle  # noqa: F401

@@ -6,12 +6,18 @@ gives NaN (numpy's value, without its warning); nanargmax/nanargmin give -1 ther
 as JAX does (numpy raises)."""
 import numpy as np
 
-from ._core import as_operand, astype, promote_inexact
+from ._arguments import refuse_out as _no_out
+from ._core import as_operand, astype, normalize_axes, promote_inexact
 from ._elementwise import isnan, sqrt, where
 from . import _reductions as R
 
 __all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanargmax", "nanargmin", "nanmean",
            "nanvar", "nanstd", "nancumsum", "nancumprod"]
+
+
+def _moment_dtype(dtype):
+    """float16 moments accumulate in float32 (as mean's: a float16 sum overflows)."""
+    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def _replaced(a, value):
@@ -24,12 +30,12 @@ def _replaced(a, value):
 
 
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
-    R._no_out("nansum", out)
+    _no_out("nansum", out)
     return R.sum(_replaced(a, 0)[0], axis, dtype, keepdims)
 
 
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
-    R._no_out("nanprod", out)
+    _no_out("nanprod", out)
     return R.prod(_replaced(a, 1)[0], axis, dtype, keepdims)
 
 
@@ -43,12 +49,12 @@ def _nan_extremum(reduction, fill, a, axis, keepdims):
 
 
 def nanmax(a, axis=None, out=None, keepdims=False):
-    R._no_out("nanmax", out)
+    _no_out("nanmax", out)
     return _nan_extremum(R.max, -np.inf, a, axis, keepdims)
 
 
 def nanmin(a, axis=None, out=None, keepdims=False):
-    R._no_out("nanmin", out)
+    _no_out("nanmin", out)
     return _nan_extremum(R.min, np.inf, a, axis, keepdims)
 
 
@@ -62,44 +68,44 @@ def _nan_arg(reduction, fill, a, axis, keepdims):
 
 
 def nanargmax(a, axis=None, out=None, keepdims=None):
-    R._no_out("nanargmax", out)
+    _no_out("nanargmax", out)
     return _nan_arg(R.argmax, -np.inf, a, axis, keepdims)
 
 
 def nanargmin(a, axis=None, out=None, keepdims=None):
-    R._no_out("nanargmin", out)
+    _no_out("nanargmin", out)
     return _nan_arg(R.argmin, np.inf, a, axis, keepdims)
 
 
 def _count(a, nan, axis, keepdims, dtype):
     """The number of non-NaN values, in the float the moments are computed in."""
     if nan is None:
-        n = np.prod([a.shape[i] for i in R.normalize_axes(axis, a.ndim)], dtype=np.int64)
+        n = np.prod([a.shape[i] for i in normalize_axes(axis, a.ndim)], dtype=np.int64)
         return np.asarray(n, dtype)
     return R.sum(astype(~nan, dtype), axis, keepdims=keepdims)
 
 
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
-    R._no_out("nanmean", out)
+    _no_out("nanmean", out)
     a = as_operand(a)
     if dtype is not None:
         a = astype(a, dtype)
     a, = promote_inexact(a)
     out_dtype = a.dtype
-    a = astype(a, R._moment_dtype(out_dtype))
+    a = astype(a, _moment_dtype(out_dtype))
     filled, nan = _replaced(a, 0)
     total = R.sum(filled, axis, keepdims=keepdims)
     return astype(total / _count(a, nan, axis, keepdims, a.dtype), out_dtype)
 
 
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
-    R._no_out("nanvar", out)
+    _no_out("nanvar", out)
     a = as_operand(a)
     if dtype is not None:
         a = astype(a, dtype)
     a, = promote_inexact(a)
     out_dtype = a.dtype
-    a = astype(a, R._moment_dtype(out_dtype))
+    a = astype(a, _moment_dtype(out_dtype))
     filled, nan = _replaced(a, 0)
     centered = a - nanmean(a, axis, keepdims=True)
     if nan is not None:     # the NaNs of a alone: inf - inf stays NaN, as in numpy
@@ -115,10 +121,10 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 
 
 def nancumsum(a, axis=None, dtype=None, out=None):
-    R._no_out("nancumsum", out)
+    _no_out("nancumsum", out)
     return R.cumsum(_replaced(a, 0)[0], axis, dtype)
 
 
 def nancumprod(a, axis=None, dtype=None, out=None):
-    R._no_out("nancumprod", out)
+    _no_out("nancumprod", out)
     return R.cumprod(_replaced(a, 1)[0], axis, dtype)

@@ -6,6 +6,7 @@ from ..array import Array
 from ..primitives import reduce as R
 from ..primitives import shape as S
 from ._core import as_operand, astype, normalize_axes, normalize_axis, promote_inexact
+from ._arguments import refuse_out as _no_out
 from ._elementwise import sqrt
 from ._complex import real, conj
 
@@ -185,12 +186,6 @@ def ptp(a, axis=None, out=None, keepdims=False):
     """max - min (the range of the values)."""
     _no_out("ptp", out)
     return max(a, axis, keepdims) - min(a, axis, keepdims)
-
-
-def _no_out(name, out):
-    if out is not None:
-        raise TypeError(f"{name}: out= is not supported: fnad arrays are immutable, "
-                        f"use the returned value")
 
 
 def average(a, axis=None, weights=None):

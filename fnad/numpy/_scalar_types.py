@@ -9,13 +9,15 @@ as well as on Python numbers and arrays. The abstract classes of numpy's type tr
 import numpy as np
 
 from .. import dtypes
+from ..array import Array
+from ..core import Tracer
 from ._core import asarray
 
 __all__ = ["bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
            "uint64", "float16", "float32", "float64", "double", "single", "float_", "int_",
            "uint", "generic", "number", "inexact", "floating", "integer", "signedinteger",
            "unsignedinteger", "complexfloating", "character", "flexible", "object_",
-           "ComplexWarning", "euler_gamma"]
+           "ComplexWarning", "euler_gamma", "can_cast", "isdtype", "isscalar", "iterable"]
 
 
 class _ScalarMeta(type):
@@ -69,3 +71,35 @@ complexfloating, character, flexible, object_ = (np.complexfloating, np.characte
                                                  np.flexible, np.object_)
 ComplexWarning = np.exceptions.ComplexWarning
 euler_gamma = np.euler_gamma
+
+
+def _as_dtype(x):
+    """A dtype from a dtype-like or from a value's dtype (can_cast takes either)."""
+    if isinstance(x, (Array, Tracer, np.ndarray, np.generic)):
+        return x.dtype
+    return np.dtype(x)
+
+
+def can_cast(from_, to, casting="safe"):
+    """numpy's casting rule between dtypes (values are judged by their dtype, as
+    numpy 2 does)."""
+    return bool(np.can_cast(_as_dtype(from_), np.dtype(to), casting))
+
+
+def isdtype(dtype, kind):
+    """The array API's dtype-kind test ('bool', 'signed integer', 'real floating',
+    'numeric', ... or dtypes, or a tuple of them)."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    kinds = tuple(k if isinstance(k, str) else np.dtype(k) for k in kinds)
+    return bool(np.isdtype(np.dtype(dtype), kinds))
+
+
+def isscalar(element):
+    """True for numbers, strings and 0-d arrays (fnad's, traced ones and numpy's), as
+    jax.numpy.isscalar."""
+    if isinstance(element, (Array, Tracer, np.ndarray)):
+        return element.ndim == 0
+    return np.isscalar(element)
+
+
+iterable = np.iterable

@@ -1,0 +1,231 @@
+"""Counting: bincount, digitize and histograms.
+
+Bin membership is decided by comparisons with the edges, the rule numpy's results
+obey (a value on an inner edge belongs to the bin on its right; one on the last edge
+to the last bin), so no index arithmetic can put a value in a neighbouring bin.
+Counts are sums of memberships: fnad ops throughout, so they run under jit and vmap.
+A result whose length depends on the data (bincount without length=) needs concrete
+values, as in JAX."""
+import builtins
+import operator
+
+import numpy as np
+
+from .. import dtypes
+from ..errors import ConcretizationError, DTypeError
+from ._core import as_operand, astype, promote, promote_inexact
+from ._creation import linspace
+from ._elementwise import isnan, where
+from ._nonzero import concrete_value
+from ._reductions import max as _max, min as _min, sum as _sum
+from ._shapes import concatenate, expand_dims, reshape, stack, take_range
+
+__all__ = ["bincount", "digitize", "histogram_bin_edges", "histogram", "histogram2d",
+           "histogramdd"]
+
+
+def bincount(x, weights=None, minlength=0, *, length=None):
+    """The number of times each value 0, 1, ... occurs in x (the sum of their weights
+    with weights=); length= fixes the result's length (needed under jit: values at or
+    past it are dropped), else it is max(x) + 1 or minlength, whichever is larger."""
+    x = as_operand(x)
+    if x.ndim != 1:
+        raise ValueError(f"bincount: x must be 1-d, got shape {tuple(x.shape)}")
+    if x.dtype.kind not in "iub":
+        raise DTypeError(f"bincount: x must hold non-negative integers, got {x.dtype}")
+    minlength = operator.index(minlength)
+    if minlength < 0:
+        raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")
+    value = concrete_value(x)
+    if value is not None and value.size and value.min() < 0:
+        raise ValueError("bincount: x must be non-negative, got a value of "
+                         f"{value.min()}")
+    if length is None:
+        if value is None:
+            raise ConcretizationError(
+                f"bincount: the length of the result depends on the values of x (traced, "
+                f"shape {tuple(x.shape)}); pass length= for a result of static shape")
+        length = max(int(value.max()) + 1 if value.size else 0, minlength)
+    length = operator.index(length)
+    bins = np.arange(length, dtype=x.dtype if x.dtype.kind != "b" else np.int32)
+    member = expand_dims(x, 1) == bins                       # (n, length)
+    if weights is None:
+        return _sum(member, 0, dtype=dtypes.default_int())
+    weights = as_operand(weights)
+    if tuple(weights.shape) != tuple(x.shape):
+        raise ValueError(f"bincount: weights (shape {tuple(weights.shape)}) must have "
+                         f"x's shape {tuple(x.shape)}")
+    weights, = promote(weights)
+    zero = np.zeros((), weights.dtype)
+    return _sum(where(member, expand_dims(weights, 1), zero), 0)
+
+
+def digitize(x, bins, right=False, *, method=None):
+    """The index of the bin each x falls in (numpy's digitize): bins increasing or
+    decreasing; right=True closes the bins on the right instead of the left."""
+    x, bins = as_operand(x), as_operand(bins)
+    if bins.ndim != 1:
+        raise ValueError(f"digitize: bins must be 1-d, got shape {tuple(bins.shape)}")
+    x, bins = promote(x, bins)
+    n = bins.shape[0]
+    index = dtypes.index_dtype(n + 1)
+    if n == 0:
+        return astype(x * 0, index)
+    xs = expand_dims(x, -1)
+    increasing = take_range(bins, 0, 1, 0) <= take_range(bins, n - 1, n, 0)
+    up = _sum((bins < xs) if right else (bins <= xs), -1, dtype=index)
+    down = _sum((bins >= xs) if right else (bins > xs), -1, dtype=index)
+    out = where(reshape(increasing, ()), up, down)
+    if x.dtype.kind == "f":     # numpy sorts NaN past every bin
+        nan_index = where(reshape(increasing, ()), np.asarray(n, index),
+                          np.zeros((), index))
+        out = where(isnan(x), nan_index, out)
+    return out
+
+
+def _edges(name, a, bins, range_, concrete_check=True):
+    """The bin edges for the values a: bins edges as given, or bins equal bins over
+    range (default: a's min to max, widened by 0.5 each way when they are equal),
+    computed as numpy does (float64 linspace, then a's float type)."""
+    if isinstance(bins, str):
+        raise ValueError(f"{name}: bin rules by name ({bins!r}) are not supported; pass "
+                         f"a number of bins or the edges")
+    if np.ndim(bins) == 0 and not hasattr(bins, "shape") or (
+            hasattr(bins, "shape") and bins.ndim == 0 and concrete_value(bins) is not None):
+        count = operator.index(np.asarray(concrete_value(bins)).item()
+                               if hasattr(bins, "shape") else bins)
+        if count < 1:
+            raise ValueError(f"{name}: the number of bins must be positive, got {count}")
+        floats, = promote_inexact(a)
+        if range_ is None:
+            low, high = _min(a), _max(a)
+            if concrete_check:
+                values = concrete_value(low), concrete_value(high)
+                if None not in values and not np.all(np.isfinite(values)):
+                    raise ValueError(f"{name}: the range of the values, [{values[0]}, "
+                                     f"{values[1]}], is not finite")
+        else:
+            low, high = range_
+            if concrete_value(as_operand(low)) is not None and \
+                    concrete_value(as_operand(high)) is not None and \
+                    np.asarray(concrete_value(as_operand(low))) > \
+                    np.asarray(concrete_value(as_operand(high))):
+                raise ValueError(f"{name}: max must be larger than min in range {range_}")
+        # numpy's linspace computes in the data's float for a range from the data,
+        # in float64 for one from integers or given as Python numbers
+        work = a.dtype if range_ is None and as_operand(low).dtype.kind == "f" \
+            else np.dtype(np.float64)
+        low, high = (np.asarray(v, work) if isinstance(v, (int, float, np.generic))
+                     else astype(v, work) for v in (low, high))
+        same = low == high
+        low = where(same, low - 0.5, low)
+        high = where(same, high + 0.5, high)
+        return astype(linspace(low, high, count + 1), floats.dtype)
+    edges = as_operand(bins)
+    if edges.ndim != 1:
+        raise ValueError(f"{name}: bins must be a number or 1-d edges, got shape "
+                         f"{tuple(edges.shape)}")
+    value = concrete_value(edges)
+    if value is not None and np.any(np.diff(value) < 0):
+        raise ValueError(f"{name}: bins must increase monotonically")
+    return edges
+
+
+def _membership(a, edges):
+    """(n, bins) booleans: a in [edge_k, edge_k+1), the last bin closed on the right."""
+    values = expand_dims(a, -1)
+    nb = edges.shape[0] - 1
+    lower, upper = take_range(edges, 0, nb, 0), take_range(edges, 1, nb + 1, 0)
+    below_upper = values < upper
+    last = reshape(take_range(edges, nb, nb + 1, 0), ())
+    closed = concatenate([take_range(below_upper, 0, nb - 1, 1),
+                          take_range(values <= last, 0, 1, 1)], 1)
+    return (values >= lower) & closed
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
+    return _edges("histogram_bin_edges", reshape(as_operand(a), (-1,)), bins, range)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """(counts, edges). Counts are the default int (the weights' sums with weights=,
+    densities with density=True)."""
+    a = reshape(as_operand(a), (-1,))
+    edges = _edges("histogram", a, bins, range)
+    a, edges_c = promote(a, edges)
+    member = _membership(a, edges_c)
+    if weights is None and not density:
+        return _sum(member, 0, dtype=dtypes.default_int()), edges
+    if weights is None:
+        counts = _sum(astype(member, edges.dtype), 0)
+    else:
+        w = reshape(as_operand(weights), (-1,))
+        if w.shape[0] != a.shape[0]:
+            raise ValueError(f"histogram: weights (shape {tuple(as_operand(weights).shape)}) "
+                             f"must have a's shape")
+        w, = promote(w)
+        counts = _sum(where(member, expand_dims(w, 1), np.zeros((), w.dtype)), 0)
+    if density:
+        counts, widths = promote_inexact(counts, _widths(edges))
+        counts = counts / _sum(counts) / widths
+    return counts, edges
+
+
+def _widths(edges):
+    n = edges.shape[0]
+    return take_range(edges, 1, n, 0) - take_range(edges, 0, n - 1, 0)
+
+
+def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """(counts, [edges per dimension]) of the points sample (n, d) or a sequence of d
+    coordinate arrays; counts are floats, as numpy's."""
+    if isinstance(sample, (list, tuple)):
+        sample = stack([reshape(as_operand(s), (-1,)) for s in sample], 1)
+    sample = as_operand(sample)
+    if sample.ndim == 1:
+        sample = reshape(sample, (-1, 1))
+    if sample.ndim != 2:
+        raise ValueError(f"histogramdd: sample must be (n, d), got shape "
+                         f"{tuple(sample.shape)}")
+    d = sample.shape[1]
+    bins = list(bins) if isinstance(bins, (list, tuple)) else [bins] * d
+    ranges = list(range) if range is not None else [None] * d
+    if len(bins) != d or len(ranges) != d:
+        raise ValueError(f"histogramdd: bins and range need one entry per dimension ({d})")
+    sample, = promote_inexact(sample)
+    edges, members = [], []
+    for k in builtins.range(d):
+        column = reshape(take_range(sample, k, k + 1, 1), (-1,))
+        e = _edges("histogramdd", column, bins[k], ranges[k])
+        edges.append(e)
+        members.append(astype(_membership(column, promote(e, column)[0]), sample.dtype))
+    total = members[0]
+    if weights is not None:
+        w, = promote(as_operand(weights))
+        total = total * expand_dims(astype(w, sample.dtype), 1)
+    n = sample.shape[0]
+    for m in members[1:]:
+        total = reshape(expand_dims(total, -1) * reshape(m, (n,) + (1,) * (total.ndim - 1)
+                                                          + (m.shape[1],)),
+                        (n,) + tuple(total.shape[1:]) + (m.shape[1],))
+    counts = _sum(total, 0)
+    if density:
+        volume = None
+        for k, e in enumerate(edges):
+            shape = [1] * d
+            shape[k] = e.shape[0] - 1
+            w = reshape(astype(_widths(e), counts.dtype), shape)
+            volume = w if volume is None else volume * w
+        counts = counts / _sum(counts) / volume
+    return counts, edges
+
+
+
+def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
+    """(counts, x edges, y edges)."""
+    if isinstance(bins, (list, tuple)) and len(bins) == 2:
+        bins = list(bins)
+    elif not isinstance(bins, (int, np.integer)) and np.ndim(bins) == 1:
+        bins = [bins, bins]
+    counts, (ex, ey) = histogramdd([x, y], bins, range, weights, density)
+    return counts, ex, ey
