@@ -2,18 +2,19 @@
 construction helpers (the second half of issue 13's API surface). Entries follow
 tests/differential_calls.py: call(module, fnad module, name, variants, dtypes, result
 rule, ...), the first variant being the one jit and vmap use. Functions whose result's
-shape depends on the values run eagerly and under grad only (STATIC / NOJIT)."""
+shape depends on the values run eagerly (STATIC) unless given size=; their gradients,
+which finite differences cannot check (a step splits repeated values), are tested in
+tests/test_numpy_shapes_more.py."""
 import numpy as np
 
 import fnad.numpy as fnp
 
-from differential_cases import ALL, BOOL, F32, F64, I32, NUM, Data, call, fixed
+from differential_cases import ALL, BOOL, F32, F64, I32, NUM, Data, Domain, call, fixed
 
 D = Data
 T = lambda *shape: Data(shape[::-1], view=lambda x: x.T)  # noqa: E731  a transposed view
 NOGRAD = dict(grad=False)
 STATIC = dict(jit=False, vmap=False, grad=False)
-NOJIT = dict(jit=False, vmap=False)     # value-dependent shapes: eager and grad only
 SHAPES = (BOOL, I32, F32, F64)          # structural: one of each kind is enough
 PADDED = Data((3,), view=lambda x: np.pad(x, (2, 1)))       # zeros around the values
 
@@ -168,4 +169,85 @@ NUMPY_INDEX_TRICKS = [
          **STATIC),
 ]
 
-CASES = NUMPY_SHAPES + NUMPY_SELECTION + NUMPY_INDEX_TRICKS
+
+# integers with repeats, and floats with repeats (NaN, -0.0 and 0.0 among them)
+REPEATS = Data((4, 3), domain=Domain("repeats", lambda r, n: r.integers(-2, 3, n) * 0.5,
+                                     lambda r, n: r.integers(-2, 3, n)))
+FEW = Data((5,), domain=Domain("few", lambda r, n: r.integers(-1, 3, n) * 0.5,
+                               lambda r, n: r.integers(-1, 3, n)))
+
+
+def _repeats_specials(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return (np.array([np.nan, 1.0, -0.0, np.nan, 0.0, -np.inf, 1.0], dtype),)
+    return (np.array([3, 1, 3, 0, 1, 1], dtype) if dtype.kind in "iu"
+            else np.array([True, False, True]),)
+
+
+def _unique_sized(lib, **kw):
+    if lib is np:
+        return lambda a: tuple(np.concatenate([r, np.full(8, r[0])])[:8] if i in (0, 1) else
+                               np.concatenate([r, np.zeros(8, r.dtype)])[:8] if i == 3 else r
+                               for i, r in enumerate(np.unique(
+                                   a, return_index=True, return_inverse=True,
+                                   return_counts=True)))
+    return lambda a: tuple(lib.unique(a, return_index=True, return_inverse=True,
+                                      return_counts=True, size=8))
+
+
+SORTED_A = Data((6,), view=np.sort)
+INDEX3 = ("index", "index", "index")
+
+NUMPY_SETS = [
+    call("numpy", fnp, "unique", [("repeats", [REPEATS])], ALL, specials=_repeats_specials,
+         **STATIC),
+    call("numpy", fnp, "unique", [("repeats", [REPEATS])], ALL, ("same",) + INDEX3,
+         label="all outputs",
+         adapt=lambda lib: (lambda a: tuple(lib.unique(a, return_index=True, return_inverse=True,
+                                                       return_counts=True))),
+         specials=_repeats_specials, **STATIC),
+    call("numpy", fnp, "unique", [("repeats", [REPEATS])], SHAPES, ("same", "index"),
+         label="axis",
+         kw=dict(axis=0, return_counts=True), **STATIC),
+    # under jit and vmap: size= (padding: the smallest value and its index, counts 0)
+    call("numpy", fnp, "unique", [("repeats", [REPEATS])], SHAPES, ("same",) + INDEX3,
+         label="size",
+         adapt=_unique_sized, **NOGRAD),
+    # numpy's array-API functions need not sort (2.3+ hashes); fnad's, like JAX's, do:
+    # the reference is numpy.unique
+    call("numpy", fnp, "unique_values", [("repeats", [REPEATS])], SHAPES, ref=np.unique,
+         **STATIC),
+    call("numpy", fnp, "unique_counts", [("repeats", [REPEATS])], SHAPES, ("same", "index"),
+         adapt=lambda lib: (lambda a: tuple(lib.unique_counts(a))),
+         ref=lambda a: tuple(np.unique(a, return_counts=True)), **STATIC),
+    call("numpy", fnp, "unique_inverse", [("repeats", [REPEATS])], SHAPES, ("same", "index"),
+         adapt=lambda lib: (lambda a: tuple(lib.unique_inverse(a))),
+         ref=lambda a: tuple(np.unique(a, return_inverse=True)), **STATIC),
+    call("numpy", fnp, "unique_all", [("repeats", [REPEATS])], SHAPES, ("same",) + INDEX3,
+         adapt=lambda lib: (lambda a: tuple(lib.unique_all(a))),
+         ref=lambda a: tuple(np.unique(a, True, True, True)), **STATIC),
+    call("numpy", fnp, "union1d", [("two", [REPEATS, FEW])], SHAPES, **STATIC),
+    call("numpy", fnp, "intersect1d", [("two", [REPEATS, FEW])], SHAPES, **STATIC),
+    call("numpy", fnp, "intersect1d", [("two", [REPEATS, FEW])], SHAPES,
+         ("same", "index", "index"), label="indices",
+         adapt=lambda lib: (lambda a, b: tuple(lib.intersect1d(a, b, return_indices=True))),
+         **STATIC),
+    call("numpy", fnp, "setdiff1d", [("two", [REPEATS, FEW])], SHAPES, **STATIC),
+    call("numpy", fnp, "setxor1d", [("two", [REPEATS, FEW])], SHAPES, **STATIC),
+    call("numpy", fnp, "setxor1d", [("two", [REPEATS, FEW])], (I32, F32), label="size",
+         adapt=lambda lib: (lambda a, b: lib.setxor1d(a, b, size=9, fill_value=7)),
+         ref=lambda a, b: np.concatenate([np.setxor1d(a, b), np.full(9, 7, a.dtype)])[:9],
+         **NOGRAD),
+    call("numpy", fnp, "isin", [("two", [REPEATS, FEW])], SHAPES, "bool", **NOGRAD),
+    call("numpy", fnp, "isin", [("two", [Data((3, 4)), Data((70,))])], SHAPES, "bool",
+         label="sorted", kw=dict(invert=True), **NOGRAD),
+    call("numpy", fnp, "searchsorted", [("2-d", [SORTED_A, Data((2, 3))])], NUM, "index",
+         **NOGRAD),
+    call("numpy", fnp, "searchsorted", [("2-d", [SORTED_A, Data((2, 3))])], NUM, "index",
+         label="right compare_all",
+         adapt=lambda lib: (lambda a, v: lib.searchsorted(a, v, side="right", method="compare_all"))
+         if lib is not np else (lambda a, v: np.searchsorted(a, v, side="right")), **NOGRAD),
+]
+
+CASES = NUMPY_SHAPES + NUMPY_SELECTION + NUMPY_INDEX_TRICKS + NUMPY_SETS

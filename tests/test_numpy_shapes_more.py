@@ -241,3 +241,45 @@ def test_index_expressions_and_errors():
     # traced flat indices are clipped into range (JAX's rule)
     rows, cols = fnad.jit(lambda i: fnp.unravel_index(i, (3, 4)))(np.array([5, 30]))
     same(rows, np.array([1, 2])) and same(cols, np.array([1, 3]))
+
+
+# --------------------------------------------------------------------------- sets
+
+def test_unique_gradient_goes_to_first_occurrences():
+    x = np.array([2.0, 1.0, 2.0, 5.0])
+    weights = np.arange(3.0)
+    want = np.array([1.0, 0.0, 0.0, 2.0])   # unique: [1, 2, 5] from x[1], x[0], x[3]
+    same(fnad.grad(lambda x: fnp.sum(fnp.unique(x) * weights))(x), want)
+    sized = fnad.jit(lambda x: fnp.unique(x, size=3))
+    same(fnad.grad(lambda x: fnp.sum(sized(x) * weights))(x), want)
+    # intersect1d: the values come from ar1's first occurrences
+    grad = fnad.grad(lambda a: fnp.sum(fnp.intersect1d(a, np.array([5.0, 2.0]))))(x)
+    same(grad, np.array([1.0, 0.0, 0.0, 1.0]))
+
+
+def test_set_operations_need_size_under_jit_and_batch_with_it():
+    a, b = np.array([3, 1, 3, 0]), np.array([1, 4])
+    for fn in (fnp.unique, fnp.unique_values, lambda x: fnp.union1d(x, b),
+               lambda x: fnp.setdiff1d(x, b), lambda x: fnp.intersect1d(x, b)):
+        with pytest.raises(ConcretizationError, match="size="):
+            fnad.jit(fn)(a)
+    rows = np.array([[1, 1, 2], [3, 3, 3]])
+    same(fnad.vmap(lambda r: fnp.unique(r, size=3, fill_value=-1))(rows),
+         np.array([[1, 2, -1], [3, -1, -1]]))
+    same(fnad.vmap(lambda r: fnp.setdiff1d(r, b, size=2))(rows),
+         np.array([[2, 2], [3, 3]]))      # padded with the smallest kept value (JAX)
+    # membership and search are static-shaped: jit and vmap need nothing
+    same(fnad.jit(fnp.isin)(a, b), np.isin(a, b))
+    same(fnad.vmap(lambda r: fnp.searchsorted(np.array([1, 2, 3]), r))(rows),
+         np.searchsorted([1, 2, 3], rows).astype(np.int32))
+
+
+def test_set_and_search_errors():
+    with pytest.raises(ValueError, match="method"):
+        fnp.isin(np.arange(3), [1], method="hash")
+    with pytest.raises(ValueError, match="1-d"):
+        fnp.searchsorted(np.ones((2, 2)), 1.0)
+    with pytest.raises(ValueError, match="side"):
+        fnp.searchsorted(np.ones(2), 1.0, side="middle")
+    with pytest.raises(ValueError, match="size"):
+        fnp.unique(np.arange(3), size=-1)

@@ -29,6 +29,7 @@ from ..dtypes import complex128 as complex_, complex128 as cdouble  # noqa: F401
 from ._assemble import *  # noqa: F401,F403
 from ._selection import *  # noqa: F401,F403
 from ._index_tricks import *  # noqa: F401,F403
+from ._setops import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from . import fft  # noqa: F401
 from ._methods import attach as _attach

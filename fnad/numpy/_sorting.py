@@ -6,11 +6,13 @@ import numpy as np
 from .. import dtypes
 from ..primitives import sort as P
 from ..primitives import shape as S
-from ._core import as_operand, normalize_axis, promote_inexact
-from ._shapes import transpose, reshape, take_range
+from ._core import as_operand, normalize_axis, promote, promote_inexact
+from ._shapes import broadcast_to, transpose, reshape, take_range
 from . import _elementwise as E, _reductions as R
+from ._indexing import take
 
-__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "median"]
+__all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "median",
+           "searchsorted"]
 
 
 def _prepared(name, a, axis, order):
@@ -95,3 +97,47 @@ def median(a, axis=None, keepdims=False):
     out = R.mean(middle, axis=axis, keepdims=keepdims)
     has_nan = R.any(E.isnan(a), axis=axis, keepdims=keepdims)
     return E.where(has_nan, np.asarray(np.nan, a.dtype), out)
+
+
+def _before(x, y):
+    """x < y in sort order: NaN after every number, as numpy sorts."""
+    if x.dtype.kind != "f":
+        return E.less(x, y)
+    return E.logical_or(E.less(x, y), E.logical_and(E.isnan(y), E.logical_not(E.isnan(x))))
+
+
+def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+    """Where each v would go in the sorted 1-d a to keep it sorted: the number of
+    entries of a before v (side "left") or not after it ("right"), NaN sorting last.
+    method "scan" and "scan_unrolled" search by halving (log2(len(a)) gathers);
+    "compare_all" and "sort" compare every pair (faster for a short a)."""
+    if side not in ("left", "right"):
+        raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
+    a, v = promote(a, v)
+    if a.ndim != 1:
+        raise ValueError(f"searchsorted: a must be 1-d, got shape {tuple(a.shape)}")
+    if sorter is not None:
+        a = take(a, sorter)
+    n = a.shape[0]
+    index_dtype = dtypes.index_dtype(n + 1)
+
+    def goes_before(entry, value):
+        return _before(entry, value) if side == "left" else \
+            E.logical_not(_before(value, entry))
+    if method in ("compare_all", "sort") or n == 0:
+        pairs = goes_before(a, reshape(v, tuple(v.shape) + (1,)))
+        return R.sum(pairs, axis=-1, dtype=index_dtype)
+    if method not in ("scan", "scan_unrolled"):
+        raise ValueError(f"searchsorted: method must be 'scan', 'scan_unrolled', "
+                         f"'compare_all' or 'sort', got {method!r}")
+    # binary lifting: the count grows by each power of two, largest first, while the
+    # entry it would pass still goes before v
+    count = broadcast_to(np.zeros((), index_dtype), tuple(v.shape))
+    step = 1 << (n.bit_length() - 1)
+    while step:
+        candidate = E.add(count, np.asarray(step, index_dtype))
+        probe = take(a, E.subtract(E.minimum(candidate, n), np.asarray(1, index_dtype)))
+        move = E.logical_and(E.less_equal(candidate, n), goes_before(probe, v))
+        count = E.where(move, candidate, count)
+        step >>= 1
+    return count
