@@ -12,7 +12,7 @@ import fnad
 import fnad.numpy as jnp
 import fnad.scipy.linalg as fsl
 from fnad.errors import ShapeError, DTypeError, GradientError
-from fnad.primitives import linalg as L
+from fnad.primitives import decompositions as D
 from fnad.test_util import check_grads
 
 rng = np.random.default_rng(7)
@@ -283,7 +283,7 @@ def test_svd_derivatives(shape):
     a = spread(*shape)
     check_grads(svd_invariants, (a,), 2, eps=1e-5)
     # the factors themselves: LAPACK's signs are locally constant at a generic point
-    check_grads(lambda x: L.svd_p.bind(x, full_matrices=False, compute_uv=True), (a,), 1,
+    check_grads(lambda x: D.svd_p.bind(x, full_matrices=False, compute_uv=True), (a,), 1,
                 eps=1e-5)
     check_grads(jnp.linalg.svdvals, (a,), 2)
 
@@ -292,7 +292,7 @@ def test_eigh_derivatives():
     a = symmetric(2, 3, 3)
     check_grads(lambda x: tuple(jnp.linalg.eigh(x)), (a,), 2)
     # the primitive reads one triangle: its derivative ignores the other
-    check_grads(lambda x: L.eigh_p.bind(x, lower=False), (rng.standard_normal((3, 3)),), 1)
+    check_grads(lambda x: D.eigh_p.bind(x, lower=False), (rng.standard_normal((3, 3)),), 1)
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 5), (2, 3, 2)])
@@ -467,7 +467,7 @@ def test_errors():
     with pytest.raises(ShapeError, match=r"square.*\(2, 3\)"):
         jnp.linalg.eigh(np.ones((2, 3)))
     with pytest.raises(DTypeError, match="float32 or float64"):
-        L.qr_p.bind(np.ones((2, 2), np.int32), full_matrices=False)
+        D.qr_p.bind(np.ones((2, 2), np.int32), full_matrices=False)
     with pytest.raises(DTypeError, match="float16"):
         jnp.linalg.svd(np.ones((2, 2), np.float16))
     with pytest.raises(ValueError, match="'raw'"):
@@ -500,11 +500,11 @@ def test_cuda_decompositions_match_the_cpu():
     if not cuda_util.GPUS:
         pytest.skip("numba.cuda finds no GPU (nor simulator)")
     a = rng.standard_normal((2, 4, 3))
-    cuda_util.check_primitive(L.svd_p, a, full_matrices=False, compute_uv=True)
-    cuda_util.check_primitive(L.qr_p, a, full_matrices=True)
-    cuda_util.check_primitive(L.lu_p, a)
-    cuda_util.check_primitive(L.eigh_p, symmetric(2, 3, 3), lower=True)
-    cuda_util.check_primitive(L.lu_pivots_to_permutation_p, np.array([[2, 2, 2]], np.int32),
+    cuda_util.check_primitive(D.svd_p, a, full_matrices=False, compute_uv=True)
+    cuda_util.check_primitive(D.qr_p, a, full_matrices=True)
+    cuda_util.check_primitive(D.lu_p, a)
+    cuda_util.check_primitive(D.eigh_p, symmetric(2, 3, 3), lower=True)
+    cuda_util.check_primitive(D.lu_pivots_to_permutation_p, np.array([[2, 2, 2]], np.int32),
                               permutation_size=4)
 
 

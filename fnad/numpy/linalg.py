@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import ShapeError, DTypeError
 from ..primitives import linalg as L
+from ..primitives import decompositions as D
 from ..transforms.custom import custom_jvp
 from ..primitives import shape as S
 from ._core import as_operand, promote, promote_inexact, normalize_axis
@@ -227,7 +228,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     a, = _as_matrices("svd", a)
     _matrix("svd", a)
     if hermitian:
-        v, w = L.eigh(a)
+        v, w = D.eigh(a)
         s = abs(w)
         order = flip(argsort(s, axis=-1), axis=-1)
         s = take_along_axis(s, order, axis=-1)
@@ -237,8 +238,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
         signs = take_along_axis(E.sign(w), order, axis=-1)
         return SVDResult(u, s, matrix_transpose(u * expand_dims(signs, -2)))
     if not compute_uv:
-        return L.svd(a, compute_uv=False)
-    return SVDResult(*L.svd(a, full_matrices=full_matrices))
+        return D.svd(a, compute_uv=False)
+    return SVDResult(*D.svd(a, full_matrices=full_matrices))
 
 
 def svdvals(x):
@@ -258,7 +259,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803 (numpy's name)
     gradient is symmetric; otherwise only the UPLO triangle is read, as numpy does."""
     lower = _uplo("eigh", "L" if UPLO is None else UPLO)
     a, = _as_matrices("eigh", a)
-    v, w = L.eigh(_square("eigh", a), lower=lower, symmetrize_input=symmetrize_input)
+    v, w = D.eigh(_square("eigh", a), lower=lower, symmetrize_input=symmetrize_input)
     return EighResult(w, v)
 
 
@@ -273,7 +274,7 @@ def qr(a, mode="reduced"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r} "
                          f"(numpy's 'raw' Householder form is not supported)")
     a, = _as_matrices("qr", a)
-    q, r = L.qr(_matrix("qr", a), full_matrices=mode == "complete")
+    q, r = D.qr(_matrix("qr", a), full_matrices=mode == "complete")
     return r if mode == "r" else QRResult(q, r)
 
 
@@ -284,7 +285,7 @@ def eig(a):
     a = _square("eig", as_operand(a))
     if a.dtype.kind != "c":
         a, = _as_matrices("eig", a)
-    w, v = L.eig(a, compute_left_eigenvectors=False)
+    w, v = D.eig(a, compute_left_eigenvectors=False)
     return EigResult(w, v)
 
 
@@ -293,7 +294,7 @@ def eigvals(a):
     a = _square("eigvals", as_operand(a))
     if a.dtype.kind != "c":
         a, = _as_matrices("eigvals", a)
-    w, = L.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
+    w, = D.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
     return w
 
 

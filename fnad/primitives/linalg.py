@@ -1,5 +1,5 @@
-"""Linear algebra: cholesky, triangular_solve, solve, slogdet, det, and the
-decompositions eigh, svd, qr, lu (with lu_pivots_to_permutation) and eig.
+"""Linear algebra: cholesky, triangular_solve, solve, slogdet and det, and the kit
+the decompositions (decompositions.py) share with them.
 
 Every primitive acts on the last two axes and maps over the leading ones, which
 its operands must share (broadcasting them is fnad.numpy's job). The derivative
@@ -10,9 +10,7 @@ dot_general, so they differentiate again. With op(A) = A or A^T:
     triangular_solve X = op(A)^-1 B    the same, masked to the triangle that is read
     cholesky         A = L L^T         dL = L Phi(L^-1 dA L^-T)   (Murray 2016, arXiv:1602.07527)
     slogdet, det     d log|det A| = tr(A^-1 dA)                   ct_A = g A^-T  (g det A A^-T)
-    eigh, svd, qr, lu                  each section below states its rule and its transpose
 
-eig (a general matrix, complex results) has no derivative rule.
 inv is a composite, solve(A, I): its derivatives follow from solve's.
 At an exactly singular matrix the rules' solves raise numpy.linalg.LinAlgError, even
 for det, whose gradient there (the adjugate) exists: that needs an LU-based cofactor
@@ -22,21 +20,21 @@ import numpy as np
 
 from ..core import Primitive
 from ..abstract import ShapedArray, get_aval
-from ..errors import ShapeError, DTypeError, GradientError
+from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import linalg as kernels
 from ._rules import batch_size
 from . import shape as S
 from .dot import dot_general
 from .reduce import reduce_sum
-from .elementwise import add_p, sub_p, mul_p, neg_p, div_p, eq_p
-from .structural import convert_element_type_p, move_batch_axes
+from .elementwise import add_p, sub_p, mul_p, neg_p, div_p
+from .structural import move_batch_axes
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 # --------------------------------------------------------------------------- helpers
 
-def _checked(abstract_eval, impl):
+def checked(abstract_eval, impl):
     """impl, after the shape rule: np.linalg would broadcast or cast operands the
     rule rejects, and the triangular-solve kernel does not check bounds. The check
     costs microseconds next to the O(n^3) work."""
@@ -46,17 +44,17 @@ def _checked(abstract_eval, impl):
     return run
 
 
-def _check_matrices(name, *named_avals):
+def check_matrices(name, *named_avals):
     for what, a in named_avals:
-        if a.dtype not in _FLOATS:
+        if a.dtype not in FLOATS:
             raise DTypeError(f"{name}: {what} must be float32 or float64, got {a}")
         if a.ndim < 2:
             raise ShapeError(f"{name}: {what} must be a matrix or a batch of matrices "
                              f"(at least 2-d), got shape {tuple(a.shape)}")
 
 
-def _check_square(name, a):
-    _check_matrices(name, ("a", a))
+def check_square(name, a):
+    check_matrices(name, ("a", a))
     if a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"{name}: a must be square in its last two axes, got shape "
                          f"{tuple(a.shape)}")
@@ -64,7 +62,7 @@ def _check_square(name, a):
 
 def _check_rhs(name, a, b, rows_axis):
     """b must have a's dtype and leading dimensions and m = a.shape[-1] along rows_axis."""
-    _check_matrices(name, ("b", b))
+    check_matrices(name, ("b", b))
     if a.dtype != b.dtype:
         raise DTypeError(f"{name}: a and b must have one dtype, got {a} and {b}")
     if b.ndim != a.ndim or a.shape[:-2] != b.shape[:-2] or b.shape[rows_axis] != a.shape[-1]:
@@ -74,25 +72,25 @@ def _check_rhs(name, a, b, rows_axis):
                          f"{a.shape[-1]} {side}")
 
 
-def _mT(x):
+def mT(x):
     perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
     return S.transpose(x, perm)
 
 
-def _mm(a, b):
+def mm(a, b):
     """Batched matrix product over shared leading dimensions."""
     nb = a.ndim - 2
     batch = tuple(range(nb))
     return dot_general(a, b, (((nb + 1,), (nb,)), (batch, batch)))
 
 
-def _masked(x, mask):
+def masked(x, mask):
     return mul_p.bind(x, mask.astype(x.dtype))
 
 
-def _tril(x, k=0):
+def tril(x, k=0):
     n = x.shape[-1]
-    return _masked(x, np.tri(n, n, k, dtype=bool))
+    return masked(x, np.tri(n, n, k, dtype=bool))
 
 
 def _triangle(x, lower, unit_diagonal):
@@ -100,7 +98,7 @@ def _triangle(x, lower, unit_diagonal):
     n = x.shape[-1]
     k = -1 if unit_diagonal else 0
     mask = np.tri(n, n, k, dtype=bool)
-    return _masked(x, mask if lower else mask.T)
+    return masked(x, mask if lower else mask.T)
 
 
 def _eye(a):
@@ -109,7 +107,7 @@ def _eye(a):
 
 
 def _trace(x):
-    return reduce_sum(_masked(x, np.eye(x.shape[-1])), (x.ndim - 2, x.ndim - 1))
+    return reduce_sum(masked(x, np.eye(x.shape[-1])), (x.ndim - 2, x.ndim - 1))
 
 
 def _times_each(s, m):
@@ -118,10 +116,10 @@ def _times_each(s, m):
 
 
 def _inv_transpose(a):
-    return solve_p.bind(_mT(a), _eye(a))
+    return solve_p.bind(mT(a), _eye(a))
 
 
-def _leading(name, **slots):
+def leading(name, **slots):
     """A primitive that maps over the leading axes of its operands. Its vmap rule moves
     every batch axis to the front (broadcasting unbatched operands) and binds it once,
     with one more leading axis."""
@@ -137,7 +135,7 @@ def _leading(name, **slots):
 # --------------------------------------------------------------------------- triangular_solve
 
 def _triangular_solve_shape(a, b, left_side, lower, transpose_a, unit_diagonal):
-    _check_square("triangular_solve", a)
+    check_square("triangular_solve", a)
     _check_rhs("triangular_solve", a, b, -2 if left_side else -1)
     return ShapedArray(b.shape, b.dtype)
 
@@ -150,8 +148,8 @@ def _triangular_solve_jvp(primals, tangents, **params):
     if ta is not None:
         # d(op(A)) X (or X d(op(A))) moves to the right-hand side.
         da = _triangle(ta, params["lower"], params["unit_diagonal"])
-        da = _mT(da) if params["transpose_a"] else da
-        moved = _mm(da, x) if params["left_side"] else _mm(x, da)
+        da = mT(da) if params["transpose_a"] else da
+        moved = mm(da, x) if params["left_side"] else mm(x, da)
         rhs = neg_p.bind(moved) if rhs is None else sub_p.bind(rhs, moved)
     return x, triangular_solve_p.bind(a, rhs, **params)
 
@@ -162,14 +160,14 @@ def _triangular_solve_vjp(g, x, a, b, left_side, lower, transpose_a, unit_diagon
                                    transpose_a=not transpose_a, unit_diagonal=unit_diagonal)
     if needed is not None and not needed[0]:
         return None, ct_b
-    ct_op_a = _mm(ct_b, _mT(x)) if left_side else _mm(_mT(x), ct_b)
-    ct_a = neg_p.bind(_mT(ct_op_a) if transpose_a else ct_op_a)
+    ct_op_a = mm(ct_b, mT(x)) if left_side else mm(mT(x), ct_b)
+    ct_a = neg_p.bind(mT(ct_op_a) if transpose_a else ct_op_a)
     return _triangle(ct_a, lower, unit_diagonal), ct_b
 
 
-triangular_solve_p = _leading(
+triangular_solve_p = leading(
     "triangular_solve", abstract_eval=_triangular_solve_shape,
-    impl=_checked(_triangular_solve_shape, kernels.triangular_solve),
+    impl=checked(_triangular_solve_shape, kernels.triangular_solve),
     jvp=_triangular_solve_jvp, vjp=_triangular_solve_vjp, selective_vjp=True)
 
 
@@ -185,14 +183,14 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
 # --------------------------------------------------------------------------- cholesky
 
 def _cholesky_shape(a):
-    _check_square("cholesky", a)
+    check_square("cholesky", a)
     return ShapedArray(a.shape, a.dtype)
 
 
 def _phi(x):
     """The lower triangle with the diagonal halved."""
     n = x.shape[-1]
-    return _masked(x, np.tri(n, n) - 0.5 * np.eye(n))
+    return masked(x, np.tri(n, n) - 0.5 * np.eye(n))
 
 
 def _cholesky_jvp(primals, tangents):
@@ -201,26 +199,26 @@ def _cholesky_jvp(primals, tangents):
     L = cholesky_p.bind(a)
     # The kernel reads only the lower triangle of a: the symmetric matrix it
     # factors moves by tril(dA) + tril(dA, -1)^T.
-    sigma_dot = add_p.bind(_tril(ta), _mT(_tril(ta, -1)))
+    sigma_dot = add_p.bind(tril(ta), mT(tril(ta, -1)))
     tmp = triangular_solve_p.bind(L, sigma_dot, left_side=True, lower=True,
                                   transpose_a=False, unit_diagonal=False)
     w = triangular_solve_p.bind(L, tmp, left_side=False, lower=True, transpose_a=True,
                                 unit_diagonal=False)
-    return L, _mm(L, _phi(w))
+    return L, mm(L, _phi(w))
 
 
 def _cholesky_vjp(g, L, a):
     # The transpose of the JVP: S = L^-T Phi(L^T G) L^-1, folded onto the lower triangle.
-    p = _phi(_mm(_mT(L), g))
+    p = _phi(mm(mT(L), g))
     y = triangular_solve_p.bind(L, p, left_side=True, lower=True, transpose_a=True,
                                 unit_diagonal=False)
     s = triangular_solve_p.bind(L, y, left_side=False, lower=True, transpose_a=False,
                                 unit_diagonal=False)
-    return (add_p.bind(_tril(s), _tril(_mT(s), -1)),)
+    return (add_p.bind(tril(s), tril(mT(s), -1)),)
 
 
-cholesky_p = _leading("cholesky", abstract_eval=_cholesky_shape,
-                      impl=_checked(_cholesky_shape, np.linalg.cholesky),
+cholesky_p = leading("cholesky", abstract_eval=_cholesky_shape,
+                      impl=checked(_cholesky_shape, np.linalg.cholesky),
                       jvp=_cholesky_jvp, vjp=_cholesky_vjp)
 
 
@@ -228,14 +226,14 @@ def cholesky(x, *, symmetrize_input=True):
     """The lower Cholesky factor of a symmetric positive-definite x (lax.linalg's).
     With symmetrize_input, factors (x + x^T) / 2; otherwise reads x's lower triangle."""
     if symmetrize_input:
-        x = div_p.bind(add_p.bind(x, _mT(x)), np.asarray(2, x.dtype))
+        x = div_p.bind(add_p.bind(x, mT(x)), np.asarray(2, x.dtype))
     return cholesky_p.bind(x)
 
 
 # --------------------------------------------------------------------------- solve
 
 def _solve_shape(a, b):
-    _check_square("solve", a)
+    check_square("solve", a)
     _check_rhs("solve", a, b, -2)
     return ShapedArray(b.shape, b.dtype)
 
@@ -246,20 +244,20 @@ def _solve_jvp(primals, tangents):
     x = solve_p.bind(a, b)
     rhs = tb
     if ta is not None:
-        moved = _mm(ta, x)
+        moved = mm(ta, x)
         rhs = neg_p.bind(moved) if rhs is None else sub_p.bind(rhs, moved)
     return x, solve_p.bind(a, rhs)
 
 
 def _solve_vjp(g, x, a, b, needed=None):
-    ct_b = solve_p.bind(_mT(a), g)
+    ct_b = solve_p.bind(mT(a), g)
     if needed is not None and not needed[0]:
         return None, ct_b
-    return neg_p.bind(_mm(ct_b, _mT(x))), ct_b
+    return neg_p.bind(mm(ct_b, mT(x))), ct_b
 
 
-solve_p = _leading("solve", abstract_eval=_solve_shape,
-                   impl=_checked(_solve_shape, np.linalg.solve),
+solve_p = leading("solve", abstract_eval=_solve_shape,
+                   impl=checked(_solve_shape, np.linalg.solve),
                    jvp=_solve_jvp, vjp=_solve_vjp, selective_vjp=True)
 
 
@@ -277,7 +275,7 @@ def inv(a):
 
 def _det_shape(name, multiple):
     def abstract_eval(a):
-        _check_square(name, a)
+        check_square(name, a)
         out = ShapedArray(a.shape[:-2], a.dtype)
         return [out, out] if multiple else out
     return abstract_eval
@@ -300,8 +298,8 @@ def _slogdet_vjp(cts, outs, a):
     return (None if g is None else _times_each(g, _inv_transpose(a)),)
 
 
-slogdet_p = _leading("slogdet", abstract_eval=_det_shape("slogdet", True),
-                     impl=_checked(_det_shape("slogdet", True), _slogdet_impl),
+slogdet_p = leading("slogdet", abstract_eval=_det_shape("slogdet", True),
+                     impl=checked(_det_shape("slogdet", True), _slogdet_impl),
                      jvp=_slogdet_jvp, vjp=_slogdet_vjp, multiple_results=True)
 
 
@@ -311,9 +309,9 @@ def slogdet(a):
     return sign, logabsdet
 
 
-det_p = _leading(
+det_p = leading(
     "det", abstract_eval=_det_shape("det", False),
-    impl=_checked(_det_shape("det", False), lambda a: np.asarray(np.linalg.det(a), a.dtype)),
+    impl=checked(_det_shape("det", False), lambda a: np.asarray(np.linalg.det(a), a.dtype)),
     jvp=lambda primals, tangents: (
         det_p.bind(primals[0]),
         mul_p.bind(det_p.bind(primals[0]), _trace(solve_p.bind(primals[0], tangents[0])))),
@@ -322,530 +320,3 @@ det_p = _leading(
 
 def det(a):
     return det_p.bind(a)
-
-
-# --------------------------------------------------------------------------- helpers for the
-# decompositions: diagonals, row and column scalings, the reciprocal-gap matrix
-
-def _const_eye(n, dtype):
-    return np.eye(n, dtype=dtype)
-
-
-def _diagonal(x):
-    """(..., k, k) -> (..., k)"""
-    return reduce_sum(_masked(x, np.eye(x.shape[-1], dtype=bool)), (x.ndim - 1,))
-
-
-def _diag_embed(v):
-    """(..., k) -> (..., k, k) with v on the diagonal."""
-    k = v.shape[-1]
-    full = S.broadcast_in_dim(v, tuple(v.shape) + (k,), tuple(range(v.ndim - 1)) + (v.ndim,))
-    return _masked(full, np.eye(k, dtype=bool))
-
-
-def _scale_columns(x, s):
-    """x[..., i, j] * s[..., j]"""
-    return mul_p.bind(x, S.expand_dims(s, (s.ndim - 1,)))
-
-
-def _scale_rows(x, s):
-    """x[..., i, j] * s[..., i]"""
-    return mul_p.bind(x, S.expand_dims(s, (s.ndim,)))
-
-
-def _gaps(w):
-    """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it. Equal values give
-    inf (and NaN downstream), as JAX's rules do: the derivative does not exist there."""
-    k = w.shape[-1]
-    eye = _const_eye(k, w.dtype)
-    diff = sub_p.bind(S.expand_dims(w, (w.ndim - 1,)), S.expand_dims(w, (w.ndim,)))
-    return sub_p.bind(div_p.bind(np.asarray(1, w.dtype), add_p.bind(diff, eye)), eye)
-
-
-def _zero_or(x, like):
-    return x if x is not None else np.zeros(tuple(like.shape), like.dtype)
-
-
-def _sum_terms(*terms):
-    out = None
-    for t in terms:
-        if t is not None:
-            out = t if out is None else add_p.bind(out, t)
-    return out
-
-
-def _from_triangle(t, lower):
-    """The symmetric matrix a kernel sees when it reads only one triangle of t."""
-    if not lower:
-        return _mT(_from_triangle(_mT(t), True))
-    return add_p.bind(_tril(t), _mT(_tril(t, -1)))
-
-
-def _onto_triangle(s, lower):
-    """The transpose of _from_triangle: fold a cotangent onto the triangle read."""
-    if not lower:
-        return _mT(_onto_triangle(_mT(s), True))
-    return add_p.bind(_tril(s), _tril(_mT(s), -1))
-
-
-# --------------------------------------------------------------------------- eigh
-#
-# A = V diag(w) V^T for symmetric A (only the `lower` or upper triangle read), w ascending.
-# With C = V^T dA V and F the reciprocal gaps 1/(w_j - w_i):
-#     dw = diag(C)         dV = V (F o C)
-# and the transpose, for cotangents (gV, gw):
-#     ct_A = V (diag(gw) + F o (V^T gV)) V^T, folded onto the triangle read.
-# (Magnus 1985; Giles 2008, "An extended collection of matrix derivative results".)
-
-def _eigh_shape(a, lower):
-    _check_square("eigh", a)
-    return [ShapedArray(a.shape, a.dtype), ShapedArray(a.shape[:-1], a.dtype)]
-
-
-def _eigh_impl(a, lower):
-    w, v = np.linalg.eigh(a, UPLO="L" if lower else "U")
-    return [v, w]
-
-
-def _eigh_jvp(primals, tangents, lower):
-    a, = primals
-    ta, = tangents
-    v, w = eigh_p.bind(a, lower=lower)
-    c = _mm(_mT(v), _mm(_from_triangle(ta, lower), v))
-    return [v, w], [_mm(v, mul_p.bind(_gaps(w), c)), _diagonal(c)]
-
-
-def _eigh_vjp(cts, outs, a, lower):
-    g_v, g_w = cts
-    v, w = outs
-    inner = _sum_terms(
-        None if g_w is None else _diag_embed(g_w),
-        None if g_v is None else mul_p.bind(_gaps(w), _mm(_mT(v), g_v)))
-    if inner is None:
-        return (None,)
-    return (_onto_triangle(_mm(v, _mm(inner, _mT(v))), lower),)
-
-
-eigh_p = _leading("eigh", abstract_eval=_eigh_shape,
-                  impl=_checked(_eigh_shape, _eigh_impl),
-                  jvp=_eigh_jvp, vjp=_eigh_vjp, multiple_results=True)
-
-
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True):
-    """lax.linalg.eigh: (v, w) with x = v diag(w) v^T, w ascending (always sorted, which
-    sort_eigenvalues=False permits). With symmetrize_input, decomposes (x + x^T) / 2;
-    otherwise reads only the lower (or upper) triangle of x."""
-    if symmetrize_input:
-        x = div_p.bind(add_p.bind(x, _mT(x)), np.asarray(2, x.dtype))
-    v, w = eigh_p.bind(x, lower=bool(lower))
-    return v, w
-
-
-# --------------------------------------------------------------------------- svd
-#
-# A = U diag(s) V^T (m x n, k = min(m, n), thin factors). With C = U^T dA V,
-# F[i, j] = 1 / (s_j^2 - s_i^2) and D = diag(s) (Townsend 2016, "Differentiating the
-# singular value decomposition"; the rule JAX implements):
-#     ds = diag(C)
-#     dU = U (F o (C D + D C^T)) + (I - U U^T) dA V D^-1        (the last term when m > n)
-#     dV = V (F o (D C + C^T D)) + (I - V V^T) dA^T U D^-1      (the last term when n > m)
-# Its transpose, for cotangents (gs, gU, gV = gVt^T), with Gu = U^T gU, Gv = V^T gV:
-#     ct_C = diag(gs) + (F o (Gu - Gu^T)) D + D (F o (Gv - Gv^T))
-#     ct_A = U ct_C V^T + ((gU - U Gu) D^-1) V^T [m > n] + U D^-1 (gV - V Gv)^T [n > m]
-# Repeated singular values make F infinite and zero ones make D^-1 infinite: the
-# derivatives of U and V are then NaN or inf, as in JAX; s's own derivative stays finite.
-
-def _svd_shape(a, full_matrices, compute_uv):
-    _check_matrices("svd", ("a", a))
-    m, n = a.shape[-2:]
-    lead = tuple(a.shape[:-2])
-    s = ShapedArray(lead + (min(m, n),), a.dtype)
-    if not compute_uv:
-        return [s]
-    k = min(m, n)
-    u_cols, vt_rows = (m, n) if full_matrices else (k, k)
-    return [s, ShapedArray(lead + (m, u_cols), a.dtype), ShapedArray(lead + (vt_rows, n), a.dtype)]
-
-
-def _svd_impl(a, full_matrices, compute_uv):
-    if not compute_uv:
-        return [np.linalg.svd(a, compute_uv=False)]
-    u, s, vt = np.linalg.svd(a, full_matrices=full_matrices)
-    return [s, u, vt]
-
-
-def _svd_derivable(a, full_matrices, compute_uv):
-    m, n = a.shape[-2:]
-    if compute_uv and full_matrices and m != n:
-        # The extra columns of a full U (or rows of Vt) are any orthonormal completion:
-        # JAX defines no derivative for them either.
-        raise GradientError(
-            f"svd: U and Vt with full_matrices=True are differentiable only for square "
-            f"matrices (got shape {tuple(a.shape)}), as in JAX: use full_matrices=False")
-
-
-def _svd_jvp(primals, tangents, full_matrices, compute_uv):
-    a, = primals
-    ta, = tangents
-    _svd_derivable(a, full_matrices, compute_uv)
-    s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
-    v = _mT(vt)
-    c = _mm(_mT(u), _mm(ta, v))
-    ds = _diagonal(c)
-    if not compute_uv:
-        return [s], [ds]
-    m, n = a.shape[-2:]
-    f = _gaps(mul_p.bind(s, s))
-    cd = _scale_columns(c, s)
-    dc = _scale_rows(c, s)
-    du = _mm(u, mul_p.bind(f, add_p.bind(cd, _mT(cd))))
-    dv = _mm(v, mul_p.bind(f, add_p.bind(dc, _mT(dc))))
-    if m > n:
-        av = _mm(ta, v)
-        du = add_p.bind(du, _scale_columns(sub_p.bind(av, _mm(u, _mm(_mT(u), av))),
-                                           div_p.bind(np.asarray(1, s.dtype), s)))
-    if n > m:
-        au = _mm(_mT(ta), u)
-        dv = add_p.bind(dv, _scale_columns(sub_p.bind(au, _mm(v, _mm(vt, au))),
-                                           div_p.bind(np.asarray(1, s.dtype), s)))
-    return [s, u, vt], [ds, du, _mT(dv)]
-
-
-def _svd_vjp(cts, outs, a, full_matrices, compute_uv):
-    g_s = cts[0]
-    g_u, g_vt = (cts[1], cts[2]) if compute_uv else (None, None)
-    m, n = a.shape[-2:]
-    if g_u is not None or g_vt is not None:
-        _svd_derivable(a, full_matrices, compute_uv)
-    if compute_uv and (not full_matrices or m == n):
-        s, u, vt = outs
-    else:   # only s is differentiated: its rule needs the thin factors
-        s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
-    v = _mT(vt)
-    f = _gaps(mul_p.bind(s, s))
-    inv_s = div_p.bind(np.asarray(1, s.dtype), s)
-    ct_c, extra = [None if g_s is None else _diag_embed(g_s)], []
-    if g_u is not None:
-        gu = _mm(_mT(u), g_u)
-        ct_c.append(_scale_columns(mul_p.bind(f, sub_p.bind(gu, _mT(gu))), s))
-        if m > n:
-            extra.append(_mm(_scale_columns(sub_p.bind(g_u, _mm(u, gu)), inv_s), vt))
-    if g_vt is not None:
-        g_v = _mT(g_vt)
-        gv = _mm(vt, g_v)
-        ct_c.append(_scale_rows(mul_p.bind(f, sub_p.bind(gv, _mT(gv))), s))
-        if n > m:
-            extra.append(_mm(_scale_columns(u, inv_s), _mT(sub_p.bind(g_v, _mm(v, gv)))))
-    inner = _sum_terms(*ct_c)
-    core = None if inner is None else _mm(u, _mm(inner, vt))
-    return (_sum_terms(core, *extra),)
-
-
-svd_p = _leading("svd", abstract_eval=_svd_shape, impl=_checked(_svd_shape, _svd_impl),
-                 jvp=_svd_jvp, vjp=_svd_vjp, multiple_results=True)
-
-
-def svd(x, *, full_matrices=True, compute_uv=True):
-    """lax.linalg.svd: (u, s, vh) with x = u diag(s) vh, s descending, or s alone when
-    compute_uv is False."""
-    out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
-    if not compute_uv:
-        return out[0]
-    s, u, vt = out
-    return u, s, vt
-
-
-# --------------------------------------------------------------------------- qr
-#
-# A = Q R, Q with orthonormal columns, R upper triangular. For m >= n (thin factors),
-# with B = dA R^-1, C = Q^T B and the skew part O = tril(C, -1) - tril(C, -1)^T
-# (Walter & Lehmann 2012; J. Townsend's note "Differentiating the QR decomposition"):
-#     dQ = Q (O - C) + B          dR = (C - O) R
-# Its transpose, for cotangents (gQ, gR), with M = Q^T gQ - gR R^T:
-#     ct_C = tril(M - M^T, -1) - M      ct_A = (gQ + Q ct_C) R^-T
-# For m < n, A = [A1 A2] and R = [R1 R2] with A1 = Q R1 square and R2 = Q^T A2, so
-#     dR2 = dQ^T A2 + Q^T dA2,
-# and the transpose adds A2 gR2^T to gQ and Q gR2 to ct_A2.
-# The complete Q of a tall matrix has columns beyond A's span with no derivative
-# (JAX's does, by a longer rule fnad lacks): that case raises.
-
-def _qr_shape(a, full_matrices):
-    _check_matrices("qr", ("a", a))
-    m, n = a.shape[-2:]
-    lead = tuple(a.shape[:-2])
-    k = m if full_matrices else min(m, n)
-    return [ShapedArray(lead + (m, k), a.dtype), ShapedArray(lead + (k, n), a.dtype)]
-
-
-def _qr_impl(a, full_matrices):
-    q, r = np.linalg.qr(a, mode="complete" if full_matrices else "reduced")
-    return [q, r]
-
-
-def _columns(x, start, stop):
-    nb = x.ndim - 2
-    return S.slice(x, (0,) * (nb + 1) + (start,), tuple(x.shape[:-1]) + (stop,))
-
-
-def _qr_derivable(a, full_matrices):
-    m, n = a.shape[-2:]
-    if full_matrices and m > n:
-        raise GradientError(
-            f"qr: the complete Q of a tall matrix (shape {tuple(a.shape)}) has columns "
-            f"outside a's span with no derivative fnad computes; use mode='reduced' "
-            f"(full_matrices=False)")
-
-
-def _thin_qr_tangents(q, r, da):
-    b = triangular_solve_p.bind(r, da, left_side=False, lower=False, transpose_a=False,
-                                unit_diagonal=False)
-    c = _mm(_mT(q), b)
-    low = _tril(c, -1)
-    skew = sub_p.bind(low, _mT(low))
-    return add_p.bind(_mm(q, sub_p.bind(skew, c)), b), _mm(sub_p.bind(c, skew), r)
-
-
-def _qr_jvp(primals, tangents, full_matrices):
-    a, = primals
-    ta, = tangents
-    _qr_derivable(a, full_matrices)
-    q, r = qr_p.bind(a, full_matrices=full_matrices)
-    m, n = a.shape[-2:]
-    if m >= n:
-        return [q, r], list(_thin_qr_tangents(q, r, ta))
-    dq, dr1 = _thin_qr_tangents(q, _columns(r, 0, m), _columns(ta, 0, m))
-    dr2 = add_p.bind(_mm(_mT(dq), _columns(a, m, n)), _mm(_mT(q), _columns(ta, m, n)))
-    return [q, r], [dq, S.concatenate([dr1, dr2], a.ndim - 1)]
-
-
-def _thin_qr_transpose(q, r, g_q, g_r):
-    m_ = sub_p.bind(_mm(_mT(q), g_q), _mm(g_r, _mT(r)))
-    ct_c = sub_p.bind(_tril(sub_p.bind(m_, _mT(m_)), -1), m_)
-    ct_b = add_p.bind(g_q, _mm(q, ct_c))
-    return triangular_solve_p.bind(r, ct_b, left_side=False, lower=False, transpose_a=True,
-                                   unit_diagonal=False)
-
-
-def _qr_vjp(cts, outs, a, full_matrices):
-    q, r = outs
-    m, n = a.shape[-2:]
-    if full_matrices and m > n:
-        if cts[0] is not None:
-            _qr_derivable(a, full_matrices)
-        # Only R is differentiated: its rows below n are zero, the rest is thin QR's
-        # (factored again, so that this rule's own derivative is thin QR's too).
-        nb = a.ndim - 2
-        q, r = qr_p.bind(a, full_matrices=False)
-        g_r = S.slice(cts[1], (0,) * (nb + 2), tuple(r.shape[:-2]) + (n, n))
-        return (_thin_qr_transpose(q, r, np.zeros(tuple(q.shape), q.dtype), g_r),)
-    g_q, g_r = _zero_or(cts[0], q), _zero_or(cts[1], r)
-    if m >= n:
-        return (_thin_qr_transpose(q, r, g_q, g_r),)
-    g_r2 = _columns(g_r, m, n)
-    g_q = add_p.bind(g_q, _mm(_columns(a, m, n), _mT(g_r2)))
-    ct_a1 = _thin_qr_transpose(q, _columns(r, 0, m), g_q, _columns(g_r, 0, m))
-    return (S.concatenate([ct_a1, _mm(q, g_r2)], a.ndim - 1),)
-
-
-qr_p = _leading("qr", abstract_eval=_qr_shape, impl=_checked(_qr_shape, _qr_impl),
-                jvp=_qr_jvp, vjp=_qr_vjp, multiple_results=True)
-
-
-def qr(x, *, pivoting=False, full_matrices=True):
-    """lax.linalg.qr: (q, r) with x = q r; full_matrices gives the complete (m x m) q."""
-    if pivoting:
-        raise ValueError("qr: pivoting=True (column-pivoted QR) is not supported")
-    q, r = qr_p.bind(x, full_matrices=bool(full_matrices))
-    return q, r
-
-
-# --------------------------------------------------------------------------- lu
-#
-# P A = L U with partial pivoting; L (m x k) unit lower, U (k x n) upper, k = min(m, n),
-# stored together in `lu`. With L and U padded by the identity to m x m and n x n and
-# W = L^-1 P dA U^-1 (De Hoog, Anderssen & Lukas 2011, the rule JAX implements):
-#     dLU = L tril(W, -1) + triu(W) U
-# Its transpose, for a cotangent G of lu:
-#     ct_W = tril(L^T G, -1) + triu(G U^T)      ct_A = P^T L^-T ct_W U^-T
-# The pivots and the permutation are integers: piecewise constant, no derivative.
-
-def _lu_shape(a):
-    _check_matrices("lu", ("a", a))
-    m, n = a.shape[-2:]
-    lead = tuple(a.shape[:-2])
-    return [ShapedArray(a.shape, a.dtype), ShapedArray(lead + (min(m, n),), np.dtype(np.int32)),
-            ShapedArray(lead + (m,), np.dtype(np.int32))]
-
-
-def _lu_factors(lu):
-    """The padded square factors (L: m x m unit lower, U: n x n upper)."""
-    m, n = lu.shape[-2:]
-    k = min(m, n)
-    nb = lu.ndim - 2
-    no_pad = ((0, 0, 0),) * nb
-    zero = np.asarray(0, lu.dtype)
-    low = S.pad(_columns(lu, 0, k), zero, no_pad + ((0, 0, 0), (0, m - k, 0)))
-    low = add_p.bind(_masked(low, np.tri(m, m, -1, dtype=bool)), _const_eye(m, lu.dtype))
-    rows = S.slice(lu, (0,) * (nb + 2), tuple(lu.shape[:-2]) + (k, n))
-    up = S.pad(rows, zero, no_pad + ((0, n - k, 0), (0, 0, 0)))
-    extra = np.zeros((n, n), lu.dtype)
-    extra[k:, k:] = np.eye(n - k, dtype=lu.dtype)
-    up = add_p.bind(_masked(up, np.triu(np.ones((n, n), bool))), extra)
-    return low, up
-
-
-def _permutation_matrix(permutation, dtype):
-    """P[..., i, j] = (permutation[..., i] == j), so (P A)[i] = A[permutation[i]]."""
-    m = permutation.shape[-1]
-    shape = tuple(permutation.shape) + (m,)
-    rows = S.broadcast_in_dim(permutation, shape, tuple(range(permutation.ndim)))
-    hit = eq_p.bind(rows, np.broadcast_to(np.arange(m, dtype=np.int32), shape))
-    return convert_element_type_p.bind(hit, new_dtype=np.dtype(dtype))
-
-
-def _lu_jvp(primals, tangents):
-    a, = primals
-    ta, = tangents
-    lu, pivots, permutation = lu_p.bind(a)
-    low, up = _lu_factors(lu)
-    x = _mm(_permutation_matrix(permutation, a.dtype), ta)
-    la = triangular_solve_p.bind(low, x, left_side=True, lower=True, transpose_a=False,
-                                 unit_diagonal=True)
-    w = triangular_solve_p.bind(up, la, left_side=False, lower=False, transpose_a=False,
-                                unit_diagonal=False)
-    n = a.shape[-1]
-    m = a.shape[-2]
-    d_lu = add_p.bind(_mm(low, _masked(w, np.tri(m, n, -1, dtype=bool))),
-                      _mm(_masked(w, np.triu(np.ones((m, n), bool))), up))
-    return [lu, pivots, permutation], [d_lu, None, None]
-
-
-def _lu_vjp(cts, outs, a):
-    g = cts[0]
-    if g is None:
-        return (None,)
-    lu, _, permutation = outs
-    low, up = _lu_factors(lu)
-    m, n = a.shape[-2:]
-    ct_w = add_p.bind(_masked(_mm(_mT(low), g), np.tri(m, n, -1, dtype=bool)),
-                      _masked(_mm(g, _mT(up)), np.triu(np.ones((m, n), bool))))
-    y = triangular_solve_p.bind(low, ct_w, left_side=True, lower=True, transpose_a=True,
-                                unit_diagonal=True)
-    ct_x = triangular_solve_p.bind(up, y, left_side=False, lower=False, transpose_a=True,
-                                   unit_diagonal=False)
-    return (_mm(_mT(_permutation_matrix(permutation, a.dtype)), ct_x),)
-
-
-lu_p = _leading("lu", abstract_eval=_lu_shape, impl=_checked(_lu_shape, kernels.lu),
-                jvp=_lu_jvp, vjp=_lu_vjp, multiple_results=True)
-
-
-def lu(x):
-    """lax.linalg.lu: (lu, pivots, permutation) with x[permutation] = L U, L unit lower
-    (below lu's diagonal) and U upper (on and above it); int32 pivots as LAPACK's getrf
-    gives them, zero-based."""
-    lu_, pivots, permutation = lu_p.bind(x)
-    return lu_, pivots, permutation
-
-
-def _permutation_shape(pivots, permutation_size):
-    if pivots.dtype != np.dtype(np.int32) or pivots.ndim < 1:
-        raise DTypeError(f"lu_pivots_to_permutation: pivots must be int32 with at least one "
-                         f"axis, got {pivots}")
-    if pivots.shape[-1] > permutation_size:
-        raise ShapeError(f"lu_pivots_to_permutation: {pivots.shape[-1]} pivots do not fit "
-                         f"a permutation of size {permutation_size}")
-    return ShapedArray(tuple(pivots.shape[:-1]) + (permutation_size,), pivots.dtype)
-
-
-def _permutation_impl(pivots, permutation_size):
-    """Apply the row swaps in order to the identity permutation. Out-of-range pivots
-    raise (numpy's IndexError) rather than permute garbage."""
-    perm = np.broadcast_to(np.arange(permutation_size, dtype=np.int32),
-                           pivots.shape[:-1] + (permutation_size,)).copy()
-    flat, piv = perm.reshape(-1, permutation_size), pivots.reshape(-1, pivots.shape[-1])
-    rows = np.arange(flat.shape[0])
-    for i in range(piv.shape[1]):
-        p = piv[:, i]
-        flat[rows, i], flat[rows, p] = flat[rows, p], flat[rows, i].copy()
-    return perm
-
-
-lu_pivots_to_permutation_p = _leading(
-    "lu_pivots_to_permutation", abstract_eval=_permutation_shape,
-    impl=_checked(_permutation_shape, _permutation_impl),
-    jvp=lambda primals, tangents, permutation_size: (
-        lu_pivots_to_permutation_p.bind(primals[0], permutation_size=permutation_size), None),
-    vjp=lambda g, out, pivots, permutation_size: (None,))
-
-
-def lu_pivots_to_permutation(pivots, permutation_size):
-    """The permutation the row swaps `pivots` (as lu gives them) make of
-    range(permutation_size): integers, with no derivative."""
-    return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
-
-
-# --------------------------------------------------------------------------- eig
-#
-# The eigendecomposition of a general square matrix: complex eigenvalues w and right
-# eigenvectors (columns of vr, A vr = vr diag(w)), left ones (columns of vl,
-# vl^H A = diag(w) vl^H) on request; always complex, as in JAX. vr is numpy's (LAPACK
-# geev's); each column of vl has unit norm and its largest entry real and positive
-# (eigenvectors are unique only up to such a phase, which LAPACK fixes its own way). No
-# derivative: that of w alone needs complex cotangents of a real input, and those of
-# the vectors are not unique (JAX defines neither for the vectors).
-
-_EIG_INPUTS = _FLOATS + (np.dtype(np.complex64), np.dtype(np.complex128))
-
-
-def _complex_of(dtype):
-    """float32, complex64 -> complex64; float64, complex128 -> complex128"""
-    wide = np.dtype(dtype) in (np.dtype(np.float64), np.dtype(np.complex128))
-    return np.dtype(np.complex128 if wide else np.complex64)
-
-
-def _eig_shape(a, compute_left_eigenvectors, compute_right_eigenvectors):
-    if a.dtype not in _EIG_INPUTS:
-        raise DTypeError(f"eig: a must be float32, float64, complex64 or complex128, got {a}")
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ShapeError(f"eig: a must be square in its last two axes, got shape "
-                         f"{tuple(a.shape)}")
-    out = _complex_of(a.dtype)
-    shapes = [a.shape[:-1]] + [a.shape] * (compute_left_eigenvectors +
-                                          compute_right_eigenvectors)
-    return [ShapedArray(tuple(s), out) for s in shapes]
-
-
-def _unit_columns(v):
-    """Each column scaled to norm 1 and rotated so that its largest entry is real."""
-    v = v / np.linalg.norm(v, axis=-2, keepdims=True)
-    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
-    return v * (np.conj(big) / np.abs(big))
-
-
-def _eig_impl(a, compute_left_eigenvectors, compute_right_eigenvectors):
-    out = _complex_of(a.dtype)
-    w, vr = np.linalg.eig(a)
-    results = [w.astype(out)]
-    if compute_left_eigenvectors:
-        # The rows of vr^-1 are the left eigenvectors (conjugated), for each w in order.
-        vl = np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))
-        results.append(_unit_columns(vl).astype(out))
-    if compute_right_eigenvectors:
-        results.append(vr.astype(out))
-    return results
-
-
-def _no_eig_derivative(*args, **params):
-    raise GradientError("eig: fnad differentiates no eigendecomposition of a general "
-                        "matrix; for a symmetric one use eigh, whose derivatives exist")
-
-
-eig_p = _leading("eig", abstract_eval=_eig_shape, impl=_checked(_eig_shape, _eig_impl),
-                 jvp=_no_eig_derivative, vjp=_no_eig_derivative, multiple_results=True)
-
-
-def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
-    """lax.linalg.eig: [w, vl, vr] (the requested ones) of a general square x, complex."""
-    return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                      compute_right_eigenvectors=bool(compute_right_eigenvectors))

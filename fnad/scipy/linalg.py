@@ -14,6 +14,7 @@ import numpy as np
 from ..array import Array
 from ..errors import ShapeError
 from ..primitives import linalg as L
+from ..primitives import decompositions as D
 from ..lax import stop_gradient
 from ..numpy import linalg as nla
 from .. import numpy as jnp
@@ -120,7 +121,7 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
     a, = _floats("lu", a)
     m, n = _matrix("lu", a, square=False).shape[-2:]
     k = min(m, n)
-    factors, _, permutation = L.lu(a)
+    factors, _, permutation = D.lu(a)
     lower = jnp.tril(factors[..., :, :k], -1) + jnp.eye(m, k, dtype=a.dtype)
     upper = jnp.triu(factors[..., :k, :])
     p = jnp.matrix_transpose(_permutation_matrix(permutation, a.dtype))
@@ -133,7 +134,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     """(lu, piv) as LAPACK's getrf: both factors in one array, and zero-based int32
     pivots (row i was swapped with row piv[i])."""
     a, = _floats("lu_factor", a)
-    factors, pivots, _ = L.lu(_matrix("lu_factor", a, square=False))
+    factors, pivots, _ = D.lu(_matrix("lu_factor", a, square=False))
     return factors, pivots
 
 
@@ -146,7 +147,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
     factors, b, vector = _rhs("lu_solve", _matrix("lu_solve", factors), b)
     m = factors.shape[-1]
     pivots = jnp.broadcast_to(jnp.asarray(pivots), tuple(factors.shape[:-2]) + (m,))
-    p = _permutation_matrix(L.lu_pivots_to_permutation(pivots, m), factors.dtype)
+    p = _permutation_matrix(D.lu_pivots_to_permutation(pivots, m), factors.dtype)
     solve = L.triangular_solve
     if not _TRANS[trans]:
         # a = P^T L U: x = U^-1 L^-1 P b
@@ -251,7 +252,7 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False,
         raise ValueError("eigh: only the standard problem is supported (b=None, "
                          "eigvals=None, type=1)")
     a, = _floats("eigh", a)
-    v, w = L.eigh(_matrix("eigh", a), lower=lower, symmetrize_input=False)
+    v, w = D.eigh(_matrix("eigh", a), lower=lower, symmetrize_input=False)
     return w if eigvals_only else (w, v)
 
 

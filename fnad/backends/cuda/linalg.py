@@ -15,6 +15,7 @@ from .registry import implements
 from .runtime import launch
 from .shape import copy, flat, size
 from ...primitives import linalg as L
+from ...primitives import decompositions as D
 
 cuda = runtime.cuda()
 
@@ -256,5 +257,5 @@ def _on_host(prim):
     return run
 
 
-for _prim in (L.eigh_p, L.svd_p, L.qr_p, L.lu_p, L.lu_pivots_to_permutation_p, L.eig_p):
+for _prim in (D.eigh_p, D.svd_p, D.qr_p, D.lu_p, D.lu_pivots_to_permutation_p, D.eig_p):
     implements(_prim, complex_ok=True)(_on_host(_prim))      # numpy's kernels
