@@ -8,7 +8,8 @@ from . import backends as _backends  # noqa: F401  (registers the cpu and cuda b
 from .transforms.jvp import jvp  # noqa: F401
 from .transforms.vjp import vjp, grad, value_and_grad  # noqa: F401
 from .transforms.jacobians import jacfwd, jacrev, hessian  # noqa: F401
-from .transforms.custom import custom_jvp, custom_vjp, checkpoint, remat  # noqa: F401
+from .transforms.custom import custom_jvp, custom_vjp  # noqa: F401
+from .transforms.jacobians import jacrev as jacobian  # noqa: F401
 from . import numpy, lax, tree_util, tree, nn, scipy, test_util, errors  # noqa: F401
 from . import optim, data, io, datasets, random  # noqa: F401
 from .errors import (  # noqa: F401
@@ -36,3 +37,11 @@ from .staged.jit import jit, make_jaxpr  # noqa: E402,F401
 from .cache import clear_caches  # noqa: E402,F401
 from . import config  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401
+from .staged.eval_shape import ShapeDtypeStruct, eval_shape  # noqa: E402,F401
+from . import ad_checkpoint, checkpoint_policies  # noqa: E402,F401
+from .ad_checkpoint import checkpoint, remat  # noqa: E402,F401
+from ._api import (  # noqa: E402,F401
+    float0, linearize, linear_transpose, closure_convert, device_get, default_backend,
+    device_count, local_devices, local_device_count, process_count, process_index, typeof,
+    disable_jit, enable_x64, log_compiles, explain_cache_misses, named_call, named_scope,
+    ensure_compile_time_eval)

@@ -143,3 +143,171 @@ def test_errors_are_the_builtins_jax_raises():
     assert issubclass(fnad.ConcretizationError, TypeError)
     assert issubclass(fnad.GradientError, TypeError)
     assert issubclass(DTypeError, TypeError)
+
+
+# --------------------------------------------------------------------------- top level
+
+def test_top_level_names_exist_and_work():
+    x = fnp.asarray(np.array([0.5, 1.0]))
+    assert fnad.jacobian is fnad.jacrev
+    s = fnad.eval_shape(lambda a: fnp.outer(a, a), x)
+    assert s == fnad.ShapeDtypeStruct((2, 2), np.float64) and s.size == 4
+    assert fnad.typeof(x).shape == (2,) and fnad.typeof(x).dtype == np.float64
+    got = fnad.device_get({"a": x, "b": 3})
+    assert type(got["a"]) is np.ndarray and got["b"] == 3
+    assert fnad.default_backend() == "cpu" and fnad.device_count() >= 1
+    assert fnad.local_device_count() == len(fnad.local_devices()) == len(fnad.devices())
+    assert fnad.float0.itemsize == 0
+    f = lambda a: fnp.sin(a) * a                                       # noqa: E731
+    np.testing.assert_array_equal(np.asarray(fnad.named_call(f, name="f")(x)),
+                                  np.asarray(f(x)))
+    with fnad.named_scope("block"):
+        pass
+    with pytest.raises(TypeError, match="str"):
+        with fnad.named_scope(3):
+            pass
+
+
+def test_linearize_and_linear_transpose_against_hand_derivatives():
+    v = np.array([0.5, 1.0, -2.0])
+    out, f_jvp = fnad.linearize(lambda a: fnp.sin(a) * a, fnp.asarray(v))
+    np.testing.assert_allclose(np.asarray(out), np.sin(v) * v, rtol=1e-14)
+    t = np.array([1.0, -1.0, 0.5])
+    np.testing.assert_allclose(np.asarray(f_jvp(fnp.asarray(t))),
+                               (np.cos(v) * v + np.sin(v)) * t, rtol=1e-14)
+    A = np.arange(6.0).reshape(3, 2)
+    f_t = fnad.linear_transpose(lambda a, b: fnp.asarray(A) @ a + 2.0 * b,
+                                fnad.ShapeDtypeStruct((2,), np.float64), np.zeros(3))
+    ct = np.array([1.0, 2.0, -1.0])
+    ga, gb = f_t(ct)
+    np.testing.assert_allclose(np.asarray(ga), A.T @ ct, rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(gb), 2.0 * ct, rtol=1e-14)
+    with pytest.raises(fnad.GradientError, match="floating point"):
+        fnad.linear_transpose(lambda a: a, np.zeros(2, np.int32))
+
+
+def test_closure_convert_makes_captured_arrays_arguments():
+    w = fnp.asarray(np.array([2.0, 3.0]))
+    x = np.array([1.0, -1.0])
+    converted, consts = fnad.closure_convert(lambda a: fnp.sin(a * w), x)
+    assert len(consts) == 1 and np.array_equal(np.asarray(consts[0]), [2.0, 3.0])
+    np.testing.assert_allclose(np.asarray(converted(x, *consts)), np.sin(x * [2.0, 3.0]))
+    # The constant is an argument now: its derivative is available.
+    g = fnad.grad(lambda c: fnp.sum(converted(x, c)))(consts[0])
+    np.testing.assert_allclose(np.asarray(g), np.cos(x * [2.0, 3.0]) * x, rtol=1e-14)
+
+
+def test_context_managers_restore_flags():
+    calls = []
+
+    @fnad.jit
+    def f(a):
+        calls.append(1)
+        return a + 1.0
+    with fnad.disable_jit():
+        f(fnp.ones(1))
+        f(fnp.ones(1))
+    assert len(calls) == 2 and not fnad.config.disable_jit
+    with fnad.enable_x64():
+        assert fnp.asarray(1.0).dtype == np.float64
+    assert fnp.asarray(1.0).dtype == np.float32 or fnad.config.enable_x64
+
+
+def test_ensure_compile_time_eval_inside_jit():
+    @fnad.jit
+    def f(a):
+        with fnad.ensure_compile_time_eval():
+            total = fnp.sum(fnp.asarray([1.0, 2.0]))    # concrete: a Python bool works
+            scale = 3.0 if total > 2.0 else 0.0
+            y = a * scale                               # traced: still staged
+        return y
+    np.testing.assert_array_equal(np.asarray(f(fnp.ones(2))), [3.0, 3.0])
+
+
+# --------------------------------------------------------------------------- custom rules
+
+def test_defjvps_sums_one_rule_per_argument():
+    @fnad.custom_jvp
+    def f(x, y):
+        return fnp.sin(x) * y
+    f.defjvps(lambda t, out, x, y: fnp.cos(x) * y * t,
+              lambda t, out, x, y: fnp.sin(x) * t)
+    x, y = 0.3, 2.0
+    gx, gy = fnad.grad(f, argnums=(0, 1))(np.float64(x), np.float64(y))
+    np.testing.assert_allclose([float(gx), float(gy)], [np.cos(x) * y, np.sin(x)], rtol=1e-14)
+    _, t = fnad.jvp(f, (np.float64(x), np.float64(y)), (np.float64(1.0), np.float64(-1.0)))
+    np.testing.assert_allclose(float(t), np.cos(x) * y - np.sin(x), rtol=1e-14)
+
+    g = fnad.custom_jvp(lambda x, y: x * y)
+    g.defjvps(None, lambda t, out, x, y: x * t)         # None: no dependence on x
+    gx, gy = fnad.grad(g, argnums=(0, 1))(np.float64(x), np.float64(y))
+    assert float(gx) == 0.0 and float(gy) == x
+
+
+# --------------------------------------------------------------------------- checkpoint
+
+def _count_calls(monkeypatch, *prims):
+    counts = {}
+    for prim in prims:
+        def counted(*args, _impl=prim.impl, _name=prim.name, **params):
+            counts[_name] = counts.get(_name, 0) + 1
+            return _impl(*args, **params)
+        monkeypatch.setattr(prim, "impl", counted)
+    return counts
+
+
+CP = fnad.checkpoint_policies
+
+
+@pytest.mark.parametrize("policy,backward", [
+    (None, {"dot_general": 2, "sin": 2}),                   # recompute everything
+    (CP.nothing_saveable, {"dot_general": 2, "sin": 2}),
+    (CP.everything_saveable, {"dot_general": 1}),          # only the VJP's product
+    (CP.dots_saveable, {"dot_general": 1, "sin": 2}),
+    (CP.dots_with_no_batch_dims_saveable, {"dot_general": 1, "sin": 2}),
+    (CP.save_only_these_names("h"), {"dot_general": 2, "sin": 1}),
+    (CP.save_any_names_but_these("other"), {"dot_general": 2, "sin": 1}),
+    (CP.save_from_both_policies(CP.dots_saveable, CP.save_only_these_names("h")),
+     {"dot_general": 1, "sin": 1}),
+])
+def test_checkpoint_policy_decides_what_the_backward_pass_recomputes(monkeypatch, policy,
+                                                                     backward):
+    from fnad.primitives.dot import dot_general_p
+    from fnad.primitives.elementwise import sin_p
+    w = fnp.asarray(np.arange(6.0).reshape(2, 3) / 10)
+
+    def f(x):
+        h = fnad.ad_checkpoint.checkpoint_name(fnp.sin(w @ x), "h")
+        return fnp.sum(fnp.sin(h))
+    x = fnp.asarray(np.array([0.1, 0.2, 0.3]))
+    hand = (w.T @ (np.cos(np.sin(w @ x)) * np.cos(w @ x)))       # d/dx, by the chain rule
+    counts = _count_calls(monkeypatch, dot_general_p, sin_p)
+    out, pullback = fnad.vjp(fnad.checkpoint(f, policy=policy), x)
+    assert counts == {"dot_general": 1, "sin": 2}               # the forward pass
+    counts.clear()
+    g, = pullback(fnp.ones_like(out))
+    assert counts == backward
+    np.testing.assert_allclose(np.asarray(g), np.asarray(hand), rtol=1e-13)
+
+
+def test_checkpoint_policy_composes_with_jit_vmap_and_higher_order():
+    def f(y, w):
+        return fnp.sin(y * w) * y
+    remat = fnad.checkpoint(f, policy=CP.everything_saveable, static_argnums=())
+    y = np.float64(0.5)
+    d2 = fnad.grad(fnad.grad(lambda a: remat(a, 2.0)))(y)
+    np.testing.assert_allclose(float(d2), 4 * np.cos(1.0) - 4 * 0.5 * np.sin(1.0), rtol=1e-12)
+    # A closed-over value of an enclosing grad gets its derivative.
+    xs = np.array([0.1, 0.2, 0.3])
+    g = fnad.jit(fnad.grad(lambda w: fnp.sum(fnad.checkpoint(
+        lambda v: fnp.sin(v * w), policy=CP.dots_saveable)(xs))))(np.float64(2.0))
+    np.testing.assert_allclose(float(g), np.sum(np.cos(2 * xs) * xs), rtol=1e-13)
+    batched = fnad.vmap(fnad.grad(lambda a: remat(a, 3.0)))(np.array([0.1, 0.2]))
+    a = np.array([0.1, 0.2])
+    np.testing.assert_allclose(np.asarray(batched), 3 * a * np.cos(3 * a) + np.sin(3 * a),
+                               rtol=1e-13)
+    # static arguments, by position or by name
+    scaled = fnad.checkpoint(lambda a, n: a ** n if n > 1 else a, policy=CP.dots_saveable,
+                             static_argnames="n")
+    assert float(fnad.grad(scaled)(np.float64(2.0), 3)) == 12.0
+    assert float(fnad.grad(lambda a: scaled(a, n=3))(np.float64(2.0))) == 12.0

@@ -1,24 +1,44 @@
 """eval_shape: the shapes and dtypes a function would return, computed by staging it
 with abstract values, without running any kernel."""
+import math
+
+import numpy as np
+
 from ..abstract import ShapedArray
 from ..tree_util import tree_flatten, tree_unflatten
 from .staging import stage_flat
 
 
 class ShapeDtypeStruct:
-    """An abstract array: shape and dtype, nothing else (JAX's name)."""
-    __slots__ = ("shape", "dtype")
+    """An abstract array: shape and dtype, nothing else (JAX's name). `sharding` is
+    accepted for code written against JAX and must be None (fnad does not shard)."""
+    __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape, dtype):
-        self.shape = tuple(shape)
-        self.dtype = dtype
+    def __init__(self, shape, dtype, *, sharding=None, weak_type=False):
+        if sharding is not None:
+            raise ValueError("ShapeDtypeStruct: fnad has no shardings; leave sharding=None")
+        self.shape = tuple(int(n) for n in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = bool(weak_type)
 
     @property
     def ndim(self):
         return len(self.shape)
 
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    def __eq__(self, other):
+        return isinstance(other, ShapeDtypeStruct) and (self.shape, self.dtype, self.weak_type) \
+            == (other.shape, other.dtype, other.weak_type)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype, self.weak_type))
+
     def __repr__(self):
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype})"
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{weak})"
 
 
 def eval_shape(fun, *args, **kwargs):

@@ -12,7 +12,7 @@ its cotangents:
 """
 import functools
 
-from ..core import bind_custom
+from ..core import Primitive, bind_custom
 from ..tree_util import tree_flatten, tree_unflatten
 from ._util import as_value, zeros_like, check_argnums, resolve_argnums
 from .jvp import jvp as _jvp
@@ -108,6 +108,27 @@ class custom_jvp:
         self.jvp_rule = jvp_rule
         return jvp_rule
 
+    def defjvps(self, *tangent_rules):
+        """One rule per (differentiable) argument: rule(tangent, primal_out, *primals)
+        -> its contribution to the output tangent, or None for an argument the output
+        does not depend on. The contributions are summed."""
+        def jvp_rule(*args):
+            static, (primals, tangents) = args[:-2], args[-2:]
+            if len(tangent_rules) != len(primals):
+                raise TypeError(f"custom_jvp {self.__name__}: defjvps got "
+                                f"{len(tangent_rules)} rules for {len(primals)} arguments")
+            out = self.fun(*_merge_static(static, primals, self.nondiff_argnums))
+            total = None
+            for rule, t in zip(tangent_rules, tangents):
+                if rule is None:
+                    continue
+                term = rule(t, out, *primals)
+                total = term if total is None else _tree_add(total, term)
+            if total is None:
+                total = _tree_zeros(out)
+            return out, total
+        self.jvp_rule = jvp_rule
+
     def __call__(self, *args):
         if self.jvp_rule is None:
             raise AttributeError(f"custom_jvp function {self.__name__} has no JVP rule; "
@@ -137,6 +158,28 @@ class custom_jvp:
 
         out = bind_custom(CustomRules(fun, jvp, fwd, bwd), flat)
         return tree_unflatten(fun.out_tree, out)
+
+
+def _merge_static(static, dynamic, nondiff_argnums):
+    """The full argument list from the nondiff (static) and other arguments."""
+    n = len(static) + len(dynamic)
+    positions = sorted(i % n for i in nondiff_argnums)
+    st, dyn = iter(static), iter(dynamic)
+    return tuple(next(st) if i in positions else next(dyn) for i in range(n))
+
+
+def _tree_add(a, b):
+    leaves_a, tree = tree_flatten(a)
+    leaves_b, tree_b = tree_flatten(b)
+    if tree != tree_b:
+        raise ValueError(f"custom_jvp defjvps: tangent contributions of structures {tree} "
+                         f"and {tree_b} cannot be summed")
+    return tree_unflatten(tree, [x + y for x, y in zip(leaves_a, leaves_b)])
+
+
+def _tree_zeros(out):
+    leaves, tree = tree_flatten(out)
+    return tree_unflatten(tree, [zeros_like(as_value(x, "custom_jvp output")) for x in leaves])
 
 
 class custom_vjp:
@@ -236,3 +279,36 @@ def checkpoint(fun, *, prevent_cse=True, static_argnums=()):
 
 
 remat = checkpoint
+
+
+# --------------------------------------------------------------------------- checkpoint_name
+
+def _name_batch(args, dims, name):
+    return checkpoint_name_p.bind(args[0], name=name), dims[0]
+
+
+# The identity, carrying a name that checkpoint policies (save_only_these_names, ...)
+# look for. Its index map is the identity, so a jitted program pays nothing for it, and
+# the optimizer removes it outright.
+checkpoint_name_p = Primitive(
+    "checkpoint_name",
+    abstract_eval=lambda aval, name: aval,
+    impl=lambda x, name: x,
+    jvp=lambda primals, tangents, name: (
+        checkpoint_name_p.bind(primals[0], name=name),
+        None if tangents[0] is None else checkpoint_name_p.bind(tangents[0], name=name)),
+    vjp=lambda cotangent, out, x, name: [cotangent],
+    batch=_name_batch,
+    index_map=lambda out_indices, in_shape, name: list(out_indices),
+    simplify=lambda eqn, producer_of: eqn.inputs[0])
+
+
+def checkpoint_name(x, name):
+    """x itself, named `name` for checkpoint policies: with
+    policy=checkpoint_policies.save_only_these_names(name), checkpoint keeps it for the
+    backward pass instead of recomputing it. Applies to each leaf of a pytree."""
+    if not isinstance(name, str):
+        raise TypeError(f"checkpoint_name: the name must be a str, got {type(name).__name__}")
+    leaves, tree = tree_flatten(x)
+    return tree_unflatten(tree, [checkpoint_name_p.bind(as_value(leaf, "checkpoint_name"),
+                                                        name=name) for leaf in leaves])
