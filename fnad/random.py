@@ -13,6 +13,10 @@ give JAX's numbers bit for bit (checked against JAX 0.10); `normal`,
 within a few ulps (XLA's log and its fused multiply-adds round differently), and the
 draws built on them (`categorical`, `choice` with `p`) agree but for such roundings.
 
+The other distributions (laplace, logistic, cauchy, ..., gamma and its family,
+poisson, binomial, multinomial) sample the same distributions as JAX's but not its
+numbers; `orthogonal` and `multivariate_normal` give JAX's numbers up to rounding.
+
 Differences from JAX, on purpose:
 - keys are always raw uint32[2] arrays; `key` and `PRNGKey` are the same (no typed
   key arrays), and `key_data` / `wrap_key_data` are identities.
@@ -23,6 +27,9 @@ Differences from JAX, on purpose:
 - `fold_in` takes Python ints modulo 2**32.
 - `truncated_normal` keeps its samples strictly inside (lower, upper) by moving the
   bounds inward by one or two ulps (JAX: exactly one, with nextafter).
+- the gamma family (gamma, loggamma, beta, dirichlet, chisquare, t, f) is not
+  differentiable in its shape parameters (JAX: implicit reparameterization); a
+  derivative raises GradientError.
 """
 import math
 
@@ -43,7 +50,7 @@ __all__ = ["key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "t
            "cauchy", "rademacher", "rayleigh", "maxwell", "double_sided_maxwell", "weibull_min",
            "lognormal", "pareto", "wald", "triangular", "geometric", "gamma", "loggamma", "beta",
            "dirichlet", "chisquare", "t", "f", "generalized_normal", "ball", "poisson",
-           "multinomial", "orthogonal", "multivariate_normal"]
+           "binomial", "multinomial", "orthogonal", "multivariate_normal"]
 
 UINT32 = np.dtype(np.uint32)
 
@@ -929,30 +936,104 @@ def poisson(key, lam, shape=None, dtype=None):
     return jnp.astype(jnp.where(valid, counts, -1), dtype)
 
 
+def _binomial_small(key, n, q, shape):
+    """Inversion by waiting times: the number of geometric(q) gaps between successes
+    that fit in n trials."""
+    f64 = np.dtype(np.float64)
+    log_miss = jnp.log1p(-jnp.where(q > 0, q, 0.5))
+
+    def cond(state):
+        return (state[1] < _MAX_ROUNDS * 10) & ~jnp.all(state[4])
+
+    def body(state):
+        k, rounds, count, trials, done = state
+        keys = random_split(k, (2,))
+        gap = jnp.floor(jnp.log(_open_uniform(keys[1], shape, f64)) / log_miss) + 1
+        trials = trials + jnp.where(done, 0.0, gap)
+        now_done = done | (trials > n)
+        return keys[0], rounds + 1, count + jnp.where(now_done, 0.0, 1.0), trials, now_done
+    start = (key, jnp.zeros((), np.int32), jnp.zeros(shape, f64), jnp.zeros(shape, f64),
+             q <= 0)
+    return lax.while_loop(cond, body, start)[2]
+
+
+def _binomial_large(key, n, q, shape):
+    """Hormann's BTRS (transformed rejection with squeeze, 1993), for n q >= 10."""
+    f64 = np.dtype(np.float64)
+    spq = jnp.sqrt(n * q * (1 - q))
+    b = 1.15 + 2.53 * spq
+    a = -0.0873 + 0.0248 * b + 0.01 * q
+    c = n * q + 0.5
+    alpha = (2.83 + 5.1 / b) * spq
+    v_r = 0.92 - 4.2 / b
+    m = jnp.floor((n + 1) * q)
+    log_odds = jnp.log(q / (1 - q))
+    h = _log_factorial(m) + _log_factorial(n - m)
+
+    def propose(k):
+        k1, k2 = random_split(k, (2,))
+        u = _uniform(k1, shape, f64, 0.0, 1.0) - 0.5
+        v = _open_uniform(k2, shape, f64)
+        us = 0.5 - jnp.abs(u)
+        draw = jnp.floor((2 * a / us + b) * u + c)
+        quick = (us >= 0.07) & (v <= v_r)
+        bad = (draw < 0) | (draw > n)
+        safe = jnp.clip(draw, 0, n)
+        log_v = jnp.log(v * alpha / (a / jnp.square(us) + b))
+        slow = log_v <= h - _log_factorial(safe) - _log_factorial(n - safe) + \
+            (safe - m) * log_odds
+        return draw, quick | (~bad & slow)
+    return _rejection_loop(key, shape, jnp.zeros(shape, f64), propose)
+
+
+def binomial(key, n, p, shape=None, dtype=None):
+    """Binomial(n, p) counts, as floats (as JAX): waiting-time inversion when
+    n min(p, 1 - p) < 10, Hormann's BTRS otherwise, computed in float64; NaN where n is
+    negative or p is outside [0, 1]."""
+    key = _check_key("binomial", key)
+    dtype = _float_dtype("binomial", dtype)
+    n, p = _as(n, np.float64), _as(p, np.float64)
+    shape = _param_shape("binomial", shape, n, p)
+    n, p = jnp.broadcast_to(jnp.floor(n), shape), jnp.broadcast_to(p, shape)
+    valid = (n >= 0) & (p >= 0) & (p <= 1)
+    q = jnp.where(valid, jnp.minimum(p, 1 - p), 0.0)
+    n_ok = jnp.where(valid, n, 0.0)
+    small = n_ok * q < 10
+    k1, k2 = random_split(key, (2,))
+    few = _binomial_small(k1, jnp.where(small, n_ok, 0.0), jnp.where(small, q, 0.0), shape)
+    many = _binomial_large(k2, jnp.where(small, 100.0, n_ok), jnp.where(small, 0.5, q),
+                           shape)
+    k = jnp.where(small, few, many)
+    k = jnp.where(p > 0.5, n_ok - k, k)
+    return jnp.astype(jnp.where(valid, k, np.nan), dtype)
+
+
 def multinomial(key, n, p, *, shape=None, dtype=None):
-    """Counts of n draws among len(p) categories (probabilities p along the last axis).
-    n must be concrete (a number or an array of numbers, not traced): max(n) categorical
-    draws are made per count vector and those past its own n are not counted."""
+    """Counts of n draws among the categories of p (probabilities along the last axis,
+    normalized here): category by category, each count binomial in what is left of n
+    given the probability left."""
     key = _check_key("multinomial", key)
     dtype = _float_dtype("multinomial", dtype)
-    p = _as(p, dtype)
-    if isinstance(n, Tracer):
-        raise DTypeError("multinomial: n must be concrete (not traced under jit or vmap); "
-                         "pass it as a static argument")
-    n = np.asarray(n)
+    n, p = _as(n, np.float64), _as(p, np.float64)
     if p.ndim < 1:
         raise ShapeError(f"multinomial: p must have a categories axis, got shape "
                          f"{tuple(p.shape)}")
     full = np.broadcast_shapes(tuple(n.shape) + tuple(p.shape[-1:]), tuple(p.shape))
     full = full if shape is None else _shape("multinomial", shape, full)
     batch, classes = full[:-1], full[-1]
-    draws = int(n.max()) if n.size else 0
-    logits = jnp.broadcast_to(_log(p), full)
-    picks = categorical(key, logits, axis=-1, shape=(draws,) + batch)
-    counted = jnp.reshape(jnp.arange(draws), (draws,) + (1,) * len(batch)) < \
-        jnp.broadcast_to(jnp.asarray(n), batch)
-    hits = jnp.expand_dims(picks, -1) == jnp.arange(classes)
-    return jnp.astype(jnp.sum(hits & jnp.expand_dims(counted, -1), axis=0), dtype)
+    p = jnp.broadcast_to(p, full)
+    # the probability of category i given that it is none of 0..i-1
+    tail = jnp.flip(jnp.cumsum(jnp.flip(p, -1), axis=-1), -1)
+    conditional = jnp.clip(p / jnp.where(tail > 0, tail, 1.0), 0.0, 1.0)
+    left = jnp.broadcast_to(jnp.floor(n), batch)
+    keys = random_split(key, (max(classes, 1),))
+    counts = []
+    for i in range(classes):
+        k = left if i == classes - 1 else binomial(keys[i], left, conditional[..., i],
+                                                   batch, np.float64)
+        counts.append(k)
+        left = left - k
+    return jnp.astype(jnp.stack(counts, axis=-1), dtype)
 
 
 # --------------------------------------------------------------------------- matrices

@@ -135,10 +135,11 @@ def test_wald_dirichlet_ball_multivariate_normal():
 
 
 def _pmf_gap(sample, pmf):
-    """sqrt(n) times the largest gap between the empirical and exact CDFs of an
-    integer sample."""
-    x = np.asarray(sample)
-    ks = np.arange(x.min(), x.max() + 1)
+    """sqrt(n) times the largest gap between the empirical and exact CDFs of a sample
+    of non-negative integers."""
+    x = np.asarray(sample).astype(np.int64)
+    assert x.min() >= 0
+    ks = np.arange(0, x.max() + 1)
     empirical = np.searchsorted(np.sort(x), ks, side="right") / len(x)
     return math.sqrt(len(x)) * np.abs(empirical - np.cumsum(pmf(ks))).max()
 
@@ -162,7 +163,7 @@ def test_poisson_edges_geometric_rademacher_multinomial():
     np.testing.assert_array_equal(np.asarray(jitted), np.asarray(random.poisson(KEY, 12.0, (6,))))
     g = random.geometric(KEY, 0.3, (N,))
     assert g.dtype == np.int32 and int(np.asarray(g).min()) >= 1
-    assert _pmf_gap(g, lambda k: 0.3 * 0.7 ** (k - 1.0)) < 1.95
+    assert _pmf_gap(g, lambda k: np.where(k >= 1, 0.3 * 0.7 ** (k - 1.0), 0)) < 1.95
     r = np.asarray(random.rademacher(KEY, (N,)))
     assert set(np.unique(r)) == {-1, 1} and abs(r.mean()) < 4 / math.sqrt(N)
     p = np.array([0.2, 0.3, 0.5])
@@ -234,3 +235,34 @@ def test_gamma_family_refuses_derivatives_in_its_shape_parameter():
     g = fnad.grad(lambda s: random.rayleigh(KEY, s, (4,)).sum())(3.0)
     np.testing.assert_allclose(float(g), float(np.asarray(random.rayleigh(KEY, 1.0, (4,))).sum()),
                                rtol=1e-5)
+
+
+def _binomial_pmf(n, p):
+    lg = np.vectorize(math.lgamma)
+    return lambda k: np.exp(lg(n + 1.0) - lg(k + 1.0) - lg(n - k + 1.0) + k * math.log(p)
+                            + (n - k) * math.log1p(-p))
+
+
+@pytest.mark.parametrize("n,p", [(10, 0.3), (1000, 0.004), (60, 0.8), (10 ** 6, 0.4)])
+def test_binomial(n, p):
+    x = random.binomial(KEY, n, p, (N,))
+    assert x.dtype == np.float32 and x.shape == (N,)
+    counts = np.asarray(x).astype(np.int64)
+    assert _pmf_gap(counts, _binomial_pmf(n, p)) < 1.95
+    shift = max(1, int(0.05 * math.sqrt(n * p * (1 - p)) + 0.05 * n * p))
+    assert _pmf_gap(counts + shift, _binomial_pmf(n, p)) > 1.95
+
+
+def test_binomial_edges_jit_vmap_and_multinomial_of_a_traced_n():
+    out = np.asarray(random.binomial(KEY, np.array([-1.0, 5.0, 5.0, 5.0, 0.0]),
+                                     np.array([0.5, 1.5, 0.0, 1.0, 0.3])))
+    assert np.isnan(out[0]) and np.isnan(out[1]) and list(out[2:]) == [0, 5, 0]
+    eager = np.asarray(random.binomial(KEY, 20.0, 0.6, (4,)))
+    np.testing.assert_array_equal(
+        np.asarray(fnad.jit(lambda k: random.binomial(k, 20.0, 0.6, (4,)))(KEY)), eager)
+    batched = np.asarray(fnad.vmap(lambda n: random.binomial(KEY, n, 0.6, (3,)))(
+        np.array([5.0, 50.0])))
+    assert np.all(batched[0] <= 5) and np.all(batched[1] <= 50)
+    counts = np.asarray(fnad.jit(lambda n: random.multinomial(KEY, n, np.array([0.2, 0.8])))(
+        np.array([3.0, 9.0])))
+    np.testing.assert_array_equal(counts.sum(-1), [3, 9])
