@@ -64,7 +64,8 @@ ND = [  # (name, operand kind, kwargs)
     ("rfftn", "r", {"s": (3, 9), "axes": (0, 1)}), ("irfftn", "c", {}),
     ("irfftn", "c", {"s": (4, 5), "axes": (2, 1)}), ("irfftn", "c", {"axes": (0, 1)}),
     ("fft2", "c", {}), ("ifft2", "c", {"s": (3, 3)}), ("rfft2", "r", {"axes": (0, 2)}),
-    ("irfft2", "c", {"s": (4, 6)}),
+    ("irfft2", "c", {"s": (4, 6)}), ("fftn", "r", {"s": (-1, 3), "axes": (2, 0)}),
+    ("irfftn", "c", {"s": (2, -1), "axes": (0, 1)}),
 ]
 
 

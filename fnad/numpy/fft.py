@@ -69,8 +69,10 @@ def _plan(name, shape, s, axes, fft_type):
     defaults = [shape[ax] for ax in axes]
     if fft_type is FftType.IRFFT:
         defaults[-1] = 2 * (defaults[-1] - 1)
-    lengths = tuple(d if s is None or s[i] is None else int(s[i])
-                    for i, d in enumerate(defaults))
+    # numpy 2: an entry -1 takes the axis' own length, None the 1-d transform's n.
+    lengths = tuple(d if s is None or s[i] is None else
+                    shape[ax] if int(s[i]) == -1 else int(s[i])
+                    for i, (ax, d) in enumerate(zip(axes, defaults)))
     bad = [n for n in lengths if n < 1]
     if bad:
         what = "s" if s is not None else f"operand shape {shape}"
@@ -126,50 +128,64 @@ def _one_axis(n, axis):
 
 
 def fft(a, n=None, axis=-1, norm=None):
+    """The discrete Fourier transform along `axis`, of length n (cropped or
+    zero-padded; by default the axis' length)."""
     return _fftn("fft", a, *_one_axis(n, axis), norm, FftType.FFT)
 
 
 def ifft(a, n=None, axis=-1, norm=None):
+    """The inverse of fft along `axis`."""
     return _fftn("ifft", a, *_one_axis(n, axis), norm, FftType.IFFT)
 
 
 def rfft(a, n=None, axis=-1, norm=None):
+    """fft of a real signal, keeping the n // 2 + 1 frequencies that are not the
+    conjugates of others."""
     return _fftn("rfft", a, *_one_axis(n, axis), norm, FftType.RFFT)
 
 
 def irfft(a, n=None, axis=-1, norm=None):
+    """The real signal of length n (by default 2 (m - 1)) whose rfft is `a`."""
     return _fftn("irfft", a, *_one_axis(n, axis), norm, FftType.IRFFT)
 
 
 def fftn(a, s=None, axes=None, norm=None):
+    """fft over several axes (all by default, or the last len(s)), of lengths s."""
     return _fftn("fftn", a, s, axes, norm, FftType.FFT)
 
 
 def ifftn(a, s=None, axes=None, norm=None):
+    """The inverse of fftn."""
     return _fftn("ifftn", a, s, axes, norm, FftType.IFFT)
 
 
 def rfftn(a, s=None, axes=None, norm=None):
+    """rfft along the last of `axes`, then fft along the others."""
     return _fftn("rfftn", a, s, axes, norm, FftType.RFFT)
 
 
 def irfftn(a, s=None, axes=None, norm=None):
+    """The inverse of rfftn (the last axis' length 2 (m - 1) unless s says)."""
     return _fftn("irfftn", a, s, axes, norm, FftType.IRFFT)
 
 
 def fft2(a, s=None, axes=(-2, -1), norm=None):
+    """fftn over the last two axes."""
     return _fftn("fft2", a, s, axes, norm, FftType.FFT)
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None):
+    """ifftn over the last two axes."""
     return _fftn("ifft2", a, s, axes, norm, FftType.IFFT)
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None):
+    """rfftn over the last two axes."""
     return _fftn("rfft2", a, s, axes, norm, FftType.RFFT)
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None):
+    """irfftn over the last two axes."""
     return _fftn("irfft2", a, s, axes, norm, FftType.IRFFT)
 
 
