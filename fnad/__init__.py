@@ -38,7 +38,7 @@ from .cache import clear_caches  # noqa: E402,F401
 from . import config  # noqa: E402,F401
 from .transforms.batching import vmap  # noqa: E402,F401
 from .staged.eval_shape import ShapeDtypeStruct, eval_shape  # noqa: E402,F401
-from . import ad_checkpoint, checkpoint_policies  # noqa: E402,F401
+from . import ad_checkpoint, checkpoint_policies, dlpack  # noqa: E402,F401
 from .ad_checkpoint import checkpoint, remat  # noqa: E402,F401
 from ._api import (  # noqa: E402,F401
     float0, linearize, linear_transpose, closure_convert, device_get, default_backend,

@@ -37,6 +37,7 @@ class Device:
 
 
 CPU = Device("cpu")
+_DLPACK_CPU = 1     # DLPack's device type code for host memory (kDLCPU)
 
 
 def immutable_error():
@@ -162,6 +163,28 @@ class Array(metaclass=abc.ABCMeta):
 
     def __setitem__(self, idx, value):
         raise immutable_error()
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export for torch.from_dlpack, np.from_dlpack, ...: the host buffer itself
+        (no copy) marked read-only where the consumer speaks DLPack 1.0 or later. An
+        older consumer cannot be told, and gets the buffer unmarked (as from JAX):
+        writing into it would change this immutable Array."""
+        value = self.host_value()
+        if dl_device is not None and tuple(dl_device) != (_DLPACK_CPU, 0):
+            raise BufferError(f"fnad Arrays export host memory (DLPack device "
+                              f"({_DLPACK_CPU}, 0)); {tuple(dl_device)} was asked for")
+        kwargs = {} if copy is None else {"copy": copy}
+        view = value.view()
+        view.flags.writeable = False
+        try:
+            return view.__dlpack__(max_version=max_version, **kwargs)
+        except BufferError:
+            if max_version is not None and tuple(max_version) >= (1, 0):
+                raise
+            return value.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return _DLPACK_CPU, 0
 
     def host_value(self):
         """The value in host memory (a copy for arrays on a GPU)."""

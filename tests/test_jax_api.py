@@ -311,3 +311,45 @@ def test_checkpoint_policy_composes_with_jit_vmap_and_higher_order():
                              static_argnames="n")
     assert float(fnad.grad(scaled)(np.float64(2.0), 3)) == 12.0
     assert float(fnad.grad(lambda a: scaled(a, n=3))(np.float64(2.0))) == 12.0
+
+
+# --------------------------------------------------------------------------- dlpack
+
+def test_dlpack_export_is_zero_copy_and_read_only():
+    x = fnp.asarray(np.arange(6.0).reshape(2, 3))
+    y = np.from_dlpack(x)
+    assert np.shares_memory(y, np.asarray(x)) and not y.flags.writeable
+    np.testing.assert_array_equal(y, np.arange(6.0).reshape(2, 3))
+    assert x.__dlpack_device__() == (1, 0)
+    capsule = fnad.dlpack.to_dlpack(x)
+    assert type(capsule).__name__ == "PyCapsule"
+    with pytest.raises(BufferError, match="host memory"):
+        x.__dlpack__(dl_device=(2, 0))
+
+
+def test_dlpack_import():
+    source = np.arange(4, dtype=np.int32)
+    a = fnp.from_dlpack(source)
+    assert type(a) is fnad.Array and a.dtype == np.int32
+    assert np.shares_memory(np.asarray(a), source)
+    b = fnad.dlpack.from_dlpack(source, copy=True)
+    assert not np.shares_memory(np.asarray(b), source)
+    with pytest.raises(TypeError, match="__dlpack__"):
+        fnp.from_dlpack([1, 2])
+    x = fnp.asarray(np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(np.asarray(fnad.dlpack.from_dlpack(x)), [1.0, 2.0])
+
+
+def test_dlpack_with_torch_and_jax():
+    torch = pytest.importorskip("torch")
+    x = fnp.asarray(np.array([1.0, 2.0, 3.0]))
+    t = torch.from_dlpack(x)
+    assert t.tolist() == [1.0, 2.0, 3.0]
+    np.testing.assert_array_equal(np.asarray(fnp.from_dlpack(torch.arange(3.0))), [0, 1, 2])
+
+
+def test_dlpack_with_jax():
+    jnp = pytest.importorskip("jax.numpy")
+    x = fnp.asarray(np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(x)), [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(np.asarray(fnp.from_dlpack(jnp.arange(3.0))), [0, 1, 2])
