@@ -77,6 +77,8 @@ EXCLUDED = {
     "numpy.take_range": "internal helper (no numpy or JAX counterpart)",
     "nn.BatchNorm": "stateful layer (init_state, batch statistics); tests/test_nn.py checks "
                     "it against numpy; no differential case yet",
+    "lax.fft": "tests/test_fft.py checks it and fnad.numpy.fft over it in every mode "
+               "against numpy's pocketfft and JAX",
 }
 
 # Public callables checked by a focused test below rather than a case: name -> test.
