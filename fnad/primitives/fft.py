@@ -115,7 +115,7 @@ def _fft_impl(x, fft_type, fft_lengths, norm):
     # The shape rule first: given s, numpy would crop or pad a mismatched operand
     # without a word.
     shape, dtype = _out_type(x.shape, x.dtype, fft_type, fft_lengths, norm)
-    if x.size == 0:     # pocketfft refuses empty batches; nothing to transform
+    if x.size == 0:     # an empty batch: nothing to transform
         return np.zeros(shape, dtype)
     # The lengths only matter for IRFFT (the last axis' output length is not its
     # input's).
