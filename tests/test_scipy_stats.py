@@ -158,6 +158,50 @@ def test_dirichlet_against_formula():
         stats.dirichlet.logpdf(x[:1], alpha)
 
 
+def test_more_distributions_closed_forms():
+    loc, scale = 0.2, 1.3
+    y = (X - loc) / scale
+    close(stats.gumbel_r.logpdf(X, loc, scale), -y - np.exp(-y) - math.log(scale))
+    close(stats.gumbel_r.cdf(X, loc, scale), np.exp(-np.exp(-y)), rtol=1e-14)
+    close(stats.gumbel_l.sf(X, loc, scale), np.exp(-np.exp(y)), rtol=1e-14)
+    # (the cdf at X = 6 rounds to 1)
+    close(stats.gumbel_l.ppf(stats.gumbel_l.cdf(X[:-1], loc, scale), loc, scale), X[:-1],
+          rtol=1e-12, atol=1e-15)
+    xs = np.array([0.5, 1.0, 2.0, 10.0])
+    close(stats.pareto.pdf(xs, 2.5), np.where(xs >= 1, 2.5 * xs ** -3.5, 0), rtol=1e-14)
+    close(stats.pareto.sf(xs, 2.5), np.where(xs >= 1, xs ** -2.5, 1), rtol=1e-14)
+    close(stats.pareto.ppf(np.array([0.0, 0.5]), 2.5), [1, 2 ** 0.4], rtol=1e-14)
+    kappa = np.array([0.5, 3.0, 900.0])
+    i0 = np.i0(kappa)
+    close(stats.vonmises.logpdf(0.7, kappa[:2]),
+          kappa[:2] * math.cos(0.7) - np.log(2 * math.pi * i0[:2]), rtol=1e-13)
+    # a large kappa: the density at the mode is about sqrt(kappa / (2 pi))
+    assert float(stats.vonmises.pdf(0.0, kappa[2:])[0]) == pytest.approx(
+        math.sqrt(900 / (2 * math.pi)), rel=1e-3)
+    c = 0.3
+    close(stats.wrapcauchy.pdf(xs, c),
+          np.where(xs <= 2 * math.pi,
+                   (1 - c * c) / (2 * math.pi * (1 + c * c - 2 * c * np.cos(xs))), 0),
+          rtol=1e-14)
+    # gennorm with beta = 2 is norm(scale=1/sqrt 2), with beta = 1 laplace
+    close(stats.gennorm.logpdf(X, 2.0), stats.norm.logpdf(X, 0, math.sqrt(0.5)), rtol=1e-13)
+    close(stats.gennorm.cdf(X, 1.0), stats.laplace.cdf(X), rtol=1e-13)
+    k = np.array([0.0, 1.0, 4.0])
+    close(stats.nbinom.pmf(k, 3.0, 0.4),
+          [math.comb(int(v) + 2, int(v)) * 0.4 ** 3 * 0.6 ** v for v in k], rtol=1e-13)
+    # betabinom(n, 1, 1) is uniform on {0..n}
+    close(stats.betabinom.pmf(k, 4.0, 1.0, 1.0), [0.2, 0.2, 0.2], rtol=1e-13)
+    counts = np.array([[1.0, 2.0, 3.0], [0.0, 6.0, 0.0], [2.0, 2.0, 1.0]])
+    p = np.array([0.2, 0.5, 0.3])
+    close(stats.multinomial.pmf(counts, 6.0, p),
+          [60 * 0.2 * 0.25 * 0.027, 0.5 ** 6, 0], rtol=1e-13)
+    a = rng.normal(size=(4, 5))
+    close(stats.sem(a), a.std(axis=0, ddof=1) / 2, rtol=1e-14)
+    close(stats.sem(a, axis=None), a.std(ddof=1) / math.sqrt(20), rtol=1e-14)
+    with pytest.raises(ValueError, match="nan_policy"):
+        stats.sem(a, nan_policy="omit")
+
+
 def test_truncnorm_far_tail():
     # [30, 32] standard deviations out: the mass there is about phi(30) / 30
     x = np.array([29.0, 30.0, 30.5, 31.0, 33.0])
@@ -178,6 +222,7 @@ def test_truncnorm_far_tail():
 CONTINUOUS = {
     "norm": (), "expon": (), "laplace": (), "logistic": (), "cauchy": (), "uniform": (),
     "gamma": (2.5,), "chi2": (3.0,), "beta": (2.5, 0.7), "t": (4.5,), "truncnorm": (-1.0, 1.5),
+    "gumbel_r": (), "gumbel_l": (), "pareto": (2.5,),
 }
 FUNCTIONS = ("logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf")
 
@@ -198,7 +243,8 @@ def test_continuous_against_scipy(name):
         close(out, expected, rtol=1e-11, atol=1e-300)
 
 
-DISCRETE = {"poisson": (3.5,), "bernoulli": (0.3,), "binom": (12.0, 0.35), "geom": (0.3,)}
+DISCRETE = {"poisson": (3.5,), "bernoulli": (0.3,), "binom": (12.0, 0.35), "geom": (0.3,),
+            "nbinom": (3.5, 0.4), "betabinom": (12.0, 2.5, 0.7)}
 
 
 @pytest.mark.parametrize("name", sorted(DISCRETE))

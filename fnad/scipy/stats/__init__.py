@@ -2,5 +2,7 @@
 JAX's signatures and scipy's values, composites of fnad.numpy and fnad.scipy.special
 (so differentiable, jittable and batchable)."""
 from . import (  # noqa: F401
-    bernoulli, beta, binom, cauchy, chi2, dirichlet, expon, gamma, geom, laplace, logistic,
-    multivariate_normal, norm, poisson, t, truncnorm, uniform)
+    bernoulli, beta, betabinom, binom, cauchy, chi2, dirichlet, expon, gamma, gennorm, geom,
+    gumbel_l, gumbel_r, laplace, logistic, multinomial, multivariate_normal, nbinom, norm,
+    pareto, poisson, t, truncnorm, uniform, vonmises, wrapcauchy)
+from ._descriptive import sem  # noqa: F401
