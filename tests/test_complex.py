@@ -138,9 +138,9 @@ def test_real_inputs_and_conversion():
                                   [True, False])
 
 
-@pytest.mark.parametrize("f", [fnp.floor, fnp.ceil, fnp.cbrt, fnp.fmod, fnp.maximum,
-                               fnp.less, fnp.arctan2, fnp.hypot, fnad.scipy.special.erf,
-                               fnp.floor_divide],
+@pytest.mark.parametrize("f", [fnp.floor, fnp.ceil, fnp.cbrt, fnp.fmod, lax.max, lax.lt,
+                               lax.round, fnp.arctan2, fnp.hypot, fnad.scipy.special.erf,
+                               fnp.floor_divide, fnp.max, fnp.argmin, lambda z: lax.cummax(z, 0)],
                          ids=lambda f: getattr(f, "__name__", "f"))
 def test_real_only_functions_raise(f):
     z = fnp.asarray(Z.astype(C64))
@@ -427,3 +427,50 @@ def test_cuda_backend_refuses_complex():
         x * 1j
     with pytest.raises(DTypeError, match="cuda backend does not compute with complex"):
         fnad.jit(lambda x: fnp.abs(x + 1j))(x)
+
+
+# --------------------------------------------------------------------------- numpy's complex rules
+
+ORDER = np.array([1 + 2j, 1 - 1j, complex(np.nan, 0), 2 + 0j, complex(1, np.nan), 3j,
+                  -1 + 5j, complex(np.inf, -1)])
+
+
+@pytest.mark.parametrize("name", ["less", "less_equal", "greater", "greater_equal",
+                                  "maximum", "minimum"])
+def test_lexicographic_order_like_numpy(name):
+    # real parts first, then imaginary; NaN anywhere as numpy's loops have it
+    a, b = ORDER[:, None], ORDER[None, :]
+    f, ref = getattr(fnp, name), getattr(np, name)
+    with np.errstate(invalid="ignore"):
+        want, with_real = ref(a, b), ref(ORDER, 1.0 + 0j)
+    for g in (f, fnad.jit(f)):
+        got = np.asarray(g(fnp.asarray(a), fnp.asarray(b)))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    # with a real operand and a Python scalar
+    np.testing.assert_array_equal(np.asarray(f(fnp.asarray(ORDER), 1.0)), with_real)
+
+
+def test_maximum_gradient_follows_the_chosen_operand():
+    a, b = fnp.asarray(np.array([1 + 2j, 0.5 + 9j])), fnp.asarray(np.array([1 + 1j, 2 + 0j]))
+    g = fnad.grad(lambda a: fnp.real(fnp.sum(fnp.maximum(a, b) * (1 - 2j))))(a)
+    _close(g, np.array([1 - 2j, 0]))
+
+
+def test_parts_functions_like_numpy():
+    z = np.array([1.26 + 2.5j, complex(np.inf, 0), complex(np.nan, -np.inf),
+                  complex(0, -np.inf), -0.75 - 0.35j])
+    with np.errstate(invalid="ignore"):
+        for f, ref in [(fnp.isinf, np.isinf), (fnp.isnan, np.isnan),
+                       (fnp.isfinite, np.isfinite), (fnp.nan_to_num, np.nan_to_num),
+                       (lambda x: fnp.round(x, 1), lambda x: np.round(x, 1)),
+                       (fnp.round, np.round)]:
+            want = ref(z)
+            for g in (f, fnad.jit(f)):
+                np.testing.assert_array_equal(np.asarray(g(fnp.asarray(z))), want)
+    _close(fnp.linspace(0, 1 + 1j, 5), np.linspace(0, 1 + 1j, 5).astype(C64))
+    # numpy's protocols dispatch to fnad, derivative kept
+    zz = fnp.asarray(Z)
+    _close(np.conj(zz), np.conj(Z))
+    _close(np.real(zz), Z.real)
+    _close(fnad.grad(lambda z: np.real(np.conj(z) * z))(fnp.asarray(z0)), 2 * np.conj(z0))

@@ -228,12 +228,12 @@ def promote_pair(x, y):
     elif ty is float or ty is int:
         if tx is Array or isinstance(x, Tracer):
             dtype = x.dtype
-            if dtype.kind == "f" or (ty is int and dtype.kind in "iu"):
+            if dtype.kind in "fc" or (ty is int and dtype.kind in "iu"):
                 return x, scalar_constant(y, dtype)
     elif tx is float or tx is int:
         if ty is Array or isinstance(y, Tracer):
             dtype = y.dtype
-            if dtype.kind == "f" or (tx is int and dtype.kind in "iu"):
+            if dtype.kind in "fc" or (tx is int and dtype.kind in "iu"):
                 return scalar_constant(x, dtype), y
     elif (tx is Array or isinstance(x, Tracer)) and (ty is Array or isinstance(y, Tracer)):
         if x.dtype == y.dtype:

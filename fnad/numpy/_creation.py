@@ -87,7 +87,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     if not (_is_fnad(start) or _is_fnad(stop)):
-        dtype = _dtype(dtype, 0.0)
+        dtype = _dtype(dtype, 0j if np.iscomplexobj(start) or np.iscomplexobj(stop) else 0.0)
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.linspace(start, stop, num, endpoint=endpoint, retstep=True, axis=axis)
         values = Array(np.asarray(out[0]).astype(dtype))

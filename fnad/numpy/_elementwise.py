@@ -3,6 +3,7 @@ import numpy as np
 
 from ..array import Array
 from ..core import Tracer
+from ..errors import DTypeError
 from ..primitives import elementwise as E
 from ._core import promote, promote_pair, promote_inexact, as_operand, astype
 from ._nonzero import nonzero
@@ -20,7 +21,7 @@ def _binary(prim):
 def _binary_inexact(prim):
     def op(x, y):
         x, y = promote_pair(x, y)
-        if x.dtype.kind != "f":
+        if x.dtype.kind not in "fc":
             x, y = promote_inexact(x, y)
         return prim.bind(x, y)
     op.__name__ = prim.name
@@ -29,7 +30,7 @@ def _binary_inexact(prim):
 
 def _unary_inexact(prim):
     def op(x):
-        if not (type(x) is Array or isinstance(x, Tracer)) or x.dtype.kind != "f":
+        if not (type(x) is Array or isinstance(x, Tracer)) or x.dtype.kind not in "fc":
             x, = promote_inexact(x)
         return prim.bind(x)
     op.__name__ = prim.name
@@ -47,16 +48,57 @@ add = _binary(E.add_p)
 subtract = _binary(E.sub_p)
 multiply = _binary(E.mul_p)
 true_divide = divide = _binary_inexact(E.div_p)
-maximum = _binary(E.max_p)
-minimum = _binary(E.min_p)
+
+
+# numpy orders complex numbers lexicographically (real parts first; a NaN imaginary part
+# makes the real parts' comparison false). The primitives order real numbers only, so
+# complex operands take these compositions of real comparisons. As numpy's maximum and
+# minimum, a NaN in either part of x makes the result x.
+def _lexicographic_lt(x, y, or_equal):
+    xr, xi, yr, yi = E.real_p.bind(x), E.imag_p.bind(x), E.real_p.bind(y), E.imag_p.bind(y)
+    no_nan = E.and_p.bind(E.eq_p.bind(xi, xi), E.eq_p.bind(yi, yi))
+    ties = E.and_p.bind(E.eq_p.bind(xr, yr), (E.le_p if or_equal else E.lt_p).bind(xi, yi))
+    return E.or_p.bind(E.and_p.bind(E.lt_p.bind(xr, yr), no_nan), ties)
+
+
+def _nan_in(z):
+    re, im = E.real_p.bind(z), E.imag_p.bind(z)
+    return E.or_p.bind(E.ne_p.bind(re, re), E.ne_p.bind(im, im))
+
+
+def _lexicographic_max(x, y, max_not_min):
+    keep_x = _lexicographic_lt(y, x, True) if max_not_min else _lexicographic_lt(x, y, True)
+    return E.select_p.bind(E.or_p.bind(_nan_in(x), keep_x), x, y)
+
+
+def _ordered(prim, on_complex):
+    """prim (a comparison, max or min) on real operands; on complex ones, on_complex.
+    The complex path is found by the primitive's refusal, so real operands pay
+    nothing for it."""
+    real_op = _binary(prim)
+
+    def op(x, y):
+        try:
+            return real_op(x, y)
+        except DTypeError:
+            x, y = promote_pair(x, y)
+            if x.dtype.kind != "c":
+                raise
+            return on_complex(x, y)
+    op.__name__ = prim.name
+    return op
+
+
+maximum = _ordered(E.max_p, lambda x, y: _lexicographic_max(x, y, True))
+minimum = _ordered(E.min_p, lambda x, y: _lexicographic_max(x, y, False))
 arctan2 = _binary_inexact(E.atan2_p)
 fmod = _binary(E.rem_p)
 equal = _binary(E.eq_p)
 not_equal = _binary(E.ne_p)
-less = _binary(E.lt_p)
-less_equal = _binary(E.le_p)
-greater = _binary(E.gt_p)
-greater_equal = _binary(E.ge_p)
+less = _ordered(E.lt_p, lambda x, y: _lexicographic_lt(x, y, False))
+less_equal = _ordered(E.le_p, lambda x, y: _lexicographic_lt(x, y, True))
+greater = _ordered(E.gt_p, lambda x, y: _lexicographic_lt(y, x, False))
+greater_equal = _ordered(E.ge_p, lambda x, y: _lexicographic_lt(y, x, True))
 bitwise_and = _binary(E.and_p)
 bitwise_or = _binary(E.or_p)
 bitwise_xor = _binary(E.xor_p)
@@ -102,6 +144,8 @@ def round(x, decimals=0):  # noqa: A001 (numpy's name)
     x = as_operand(x)
     if x.dtype.kind in "biu":
         return x
+    if x.dtype.kind == "c":         # numpy rounds each part
+        return _by_parts(lambda part: round(part, decimals), x)
     if decimals == 0:
         return E.round_p.bind(x, rounding_method=E.TO_NEAREST_EVEN)
     scale = 10.0 ** decimals
@@ -232,8 +276,15 @@ def isnan(x):
     return x != x
 
 
+def _by_parts(f, z):
+    """f applied to the real and the imaginary part of complex z."""
+    return E.complex_p.bind(f(E.real_p.bind(z)), f(E.imag_p.bind(z)))
+
+
 def isinf(x):
     x = as_operand(x)
+    if x.dtype.kind == "c":
+        return isinf(E.real_p.bind(x)) | isinf(E.imag_p.bind(x))
     if x.dtype.kind != "f":
         return x != x
     return abs(x) == np.inf
@@ -304,6 +355,8 @@ def copysign(x, y):
 
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     x = as_operand(x)
+    if x.dtype.kind == "c":
+        return _by_parts(lambda part: nan_to_num(part, nan, posinf, neginf), x)
     if x.dtype.kind != "f":
         return x
     info = np.finfo(x.dtype)

@@ -119,7 +119,8 @@ def _round_shape(x, rounding_method):
 # Halves away from zero (C's round, lax.round's default) or to even (numpy's round).
 round_p = elementwise_primitive(
     "round", abstract_eval=_round_shape,
-    impl=lambda x, rounding_method: (np.round(x) if rounding_method == TO_NEAREST_EVEN
+    impl=lambda x, rounding_method: (kernels.real_operands(x) or np.round(x)
+                                     if rounding_method == TO_NEAREST_EVEN
                                      else kernels.round_away(x)),
     jvp=lambda primals, tangents, **params: (round_p.bind(*primals, **params), None),
     vjp=lambda g, out, x, **params: (None,),

@@ -128,6 +128,8 @@ def reduce_prod(x, axes):
 def _arg_shape(name):
     def abstract_eval(x, axis, index_dtype):
         check_axes(name, x, (axis,))
+        if x.dtype.kind == "c":
+            raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
         if x.shape[axis] == 0:
             raise ShapeError(f"{name} of an empty axis (operand shape {tuple(x.shape)})")
         return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i != axis), index_dtype)
@@ -137,7 +139,8 @@ def _arg_shape(name):
 def _arg_reduction(name, impl):
     prim = _along_axis(
         name, reduces=True, abstract_eval=_arg_shape(name),
-        impl=lambda x, axis, index_dtype: impl(x, axis=axis).astype(index_dtype),
+        impl=lambda x, axis, index_dtype: (real_operands(x)
+                                           or impl(x, axis=axis).astype(index_dtype)),
         jvp=lambda primals, tangents, **params: (prim.bind(*primals, **params), None),
         vjp=lambda g, out, x, **params: (None,))
     return prim
