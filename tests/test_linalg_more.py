@@ -270,6 +270,105 @@ def test_eig_values_and_vectors():
         jnp.linalg.eigvals(np.ones((2, 3)))
 
 
+def test_special_matrices_by_definition():
+    c, r = rng.standard_normal(4), rng.standard_normal(3)
+    t = np.asarray(fsl.toeplitz(c, r))
+    assert t.shape == (4, 3) and np.allclose(t[:, 0], c) and np.allclose(t[0, 1:], r[1:])
+    assert np.allclose(t[1:, 1:], t[:-1, :-1])
+    h = np.asarray(fsl.hankel(c, r))
+    assert np.allclose(h[:, 0], c) and np.allclose(h[-1], [c[-1], *r[1:]])
+    assert np.allclose(h[1:, :-1], h[:-1, 1:])
+    circ = np.asarray(fsl.circulant(c))
+    np.testing.assert_allclose(circ @ r[:1].repeat(4), c.sum() * r[0] * np.ones(4))
+    np.testing.assert_allclose(circ[:, 0], c)
+    poly = np.array([2.0, -3.0, 0.5, 1.0, 4.0])
+    roots = np.sort_complex(np.roots(poly))
+    for build in (fsl.companion, fsl.fiedler_companion):
+        np.testing.assert_allclose(np.sort_complex(np.linalg.eigvals(np.asarray(build(poly)))),
+                                   roots, rtol=1e-9)
+    np.testing.assert_allclose(fsl.fiedler(c), np.abs(c[:, None] - c[None, :]))
+    np.testing.assert_allclose(fsl.leslie(c, r), np.vstack([c, np.eye(3, 4) * r[:, None]]))
+    for m, n in ((3, 5), (6, 3), (2, 5), (5, 2)):
+        a, v = rng.standard_normal(m), rng.standard_normal(n)
+        for mode in ("full", "same", "valid"):
+            np.testing.assert_allclose(np.asarray(fsl.convolution_matrix(a, n, mode)) @ v,
+                                       np.convolve(a, v, mode), atol=1e-12)
+    np.testing.assert_allclose(np.asarray(fsl.dft(6, dtype=np.complex128)),
+                               np.fft.fft(np.eye(6)), atol=1e-12)
+    had = np.asarray(fsl.hadamard(8))
+    np.testing.assert_array_equal(had @ had.T, 8 * np.eye(8))
+    helm = np.asarray(fsl.helmert(5, full=True), np.float64)
+    np.testing.assert_allclose(helm @ helm.T, np.eye(5), atol=1e-6)
+    np.testing.assert_allclose(np.asarray(fsl.hilbert(5), np.float64)
+                               @ np.asarray(fsl.invhilbert(5), np.float64), np.eye(5),
+                               atol=1e-2)
+    for kind in ("symmetric", "lower", "upper"):
+        np.testing.assert_array_equal(np.asarray(fsl.pascal(6, kind))
+                                      @ np.asarray(fsl.invpascal(6, kind)), np.eye(6))
+    np.testing.assert_array_equal(fsl.pascal(4), [[1, 1, 1, 1], [1, 2, 3, 4], [1, 3, 6, 10],
+                                                 [1, 4, 10, 20]])
+    # built from arrays: differentiable, and mapped over leading axes
+    check_grads(lambda x, y: fsl.toeplitz(x, y), (c, r), 1)
+    check_grads(fsl.fiedler_companion, (poly,), 1)
+    batch = np.stack([c, 2 * c])
+    np.testing.assert_allclose(fsl.circulant(batch)[1], fsl.circulant(2 * c))
+    np.testing.assert_allclose(fnad.vmap(fsl.toeplitz)(batch)[1], fsl.toeplitz(2 * c))
+
+
+def test_special_matrices_match_scipy():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    c, r = rng.standard_normal(5), rng.standard_normal(4)
+    pairs = [(fsl.toeplitz(c, r), scipy_linalg.toeplitz(c, r)),
+             (fsl.toeplitz(c), scipy_linalg.toeplitz(c)),
+             (fsl.hankel(c, r), scipy_linalg.hankel(c, r)),
+             (fsl.hankel(c), scipy_linalg.hankel(c)),
+             (fsl.circulant(c), scipy_linalg.circulant(c)),
+             (fsl.companion(c), scipy_linalg.companion(c)),
+             (fsl.leslie(c, r), scipy_linalg.leslie(c, r)),
+             (fsl.helmert(5), scipy_linalg.helmert(5)),
+             (fsl.invhilbert(4), scipy_linalg.invhilbert(4))]
+    pairs += [(fsl.fiedler_companion(c[:n]), scipy_linalg.fiedler_companion(c[:n]))
+              for n in range(2, 6)]
+    pairs += [(fsl.dft(5, s), scipy_linalg.dft(5, s)) for s in (None, "sqrtn", "n")]
+    for got, want in pairs:
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-7)
+
+
+def test_matrix_equations_by_definition():
+    a, e = rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    value, frechet = fsl.expm_frechet(a, e)
+    np.testing.assert_allclose(value, fsl.expm(a), rtol=1e-12)
+    h = 1e-5
+    central = (np.asarray(fsl.expm(a + h * e)) - np.asarray(fsl.expm(a - h * e))) / (2 * h)
+    np.testing.assert_allclose(frechet, central, rtol=1e-7, atol=1e-8)
+    np.testing.assert_allclose(fsl.expm_frechet(a, e, compute_expm=False), frechet)
+    t = rng.standard_normal((5, 3))
+    for side, x in (("right", t), ("left", t.T)):
+        u, p = (np.asarray(v) for v in fsl.polar(x, side))
+        np.testing.assert_allclose(u @ p if side == "right" else p @ u, x, atol=1e-12)
+        np.testing.assert_allclose(p, p.T, atol=1e-12)
+        assert np.linalg.eigvalsh(p).min() > -1e-12
+        gram = u.T @ u if side == "right" else u @ u.T
+        np.testing.assert_allclose(gram, np.eye(3), atol=1e-12)
+    b, c = rng.standard_normal((2, 2)), rng.standard_normal((3, 2))
+    x = np.asarray(fsl.solve_sylvester(a, b, c))
+    np.testing.assert_allclose(a @ x + x @ b, c, atol=1e-11)
+    check_grads(lambda p, q, r: fsl.solve_sylvester(p, q, r), (a, b, c), 1)
+    m = rng.standard_normal((2, 5))
+    q, r = np.linalg.qr(t)
+    cq, r_ = fsl.qr_multiply(t, m)
+    np.testing.assert_allclose(np.abs(cq), np.abs(m @ q), atol=1e-12)
+    np.testing.assert_allclose(np.asarray(cq) @ np.asarray(r_), m @ t, atol=1e-12)
+    d, off = rng.standard_normal(5), rng.standard_normal(4)
+    full = np.diag(d) + np.diag(off, 1) + np.diag(off, -1)
+    w, v = fsl.eigh_tridiagonal(d, off)
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(full), rtol=1e-12)
+    np.testing.assert_allclose(full @ np.asarray(v), np.asarray(v) * np.asarray(w), atol=1e-12)
+    np.testing.assert_allclose(
+        fsl.eigh_tridiagonal(d, off, eigvals_only=True, select="i", select_range=(1, 2)),
+        np.linalg.eigvalsh(full)[1:3], rtol=1e-12)
+
+
 # --------------------------------------------------------------------------- derivatives
 
 def svd_invariants(x):

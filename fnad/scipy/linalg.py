@@ -19,8 +19,16 @@ from ..lax import stop_gradient
 from ..numpy import linalg as nla
 from .. import numpy as jnp
 
+from ._matrices import (  # noqa: F401
+    toeplitz, hankel, circulant, companion, fiedler, fiedler_companion, leslie,
+    convolution_matrix, dft, hadamard, helmert, hilbert, invhilbert, pascal, invpascal)
+
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "lu", "lu_factor",
-           "lu_solve", "expm", "det", "inv", "solve", "eigh", "svd", "qr", "block_diag"]
+           "lu_solve", "expm", "expm_frechet", "det", "inv", "solve", "solve_sylvester",
+           "eigh", "eigh_tridiagonal", "svd", "qr", "qr_multiply", "polar", "block_diag",
+           "toeplitz", "hankel", "circulant", "companion", "fiedler", "fiedler_companion",
+           "leslie", "convolution_matrix", "dft", "hadamard", "helmert", "hilbert",
+           "invhilbert", "pascal", "invpascal"]
 
 
 def _floats(name, *arrays):
@@ -217,6 +225,99 @@ def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803 (scipy's
         live = jnp.where(more, r, 0)
         r = jnp.where(more, jnp.matmul(live, live), r)
     return jnp.where(steps > max_squarings, np.nan, r).astype(A.dtype)
+
+
+def expm_frechet(A, E, *, method=None, compute_expm=True):  # noqa: N803 (scipy's names)
+    """The Frechet derivative L(A, E) of expm at A in direction E, with expm(A) first
+    when compute_expm: the upper right block of expm([[A, E], [0, A]]) (Higham 2008,
+    "Functions of Matrices", thm. 3.6), whose top left block is expm(A)."""
+    if method not in (None, "SPS", "blockEnlarge"):
+        raise ValueError(f"expm_frechet: method must be None, 'SPS' or 'blockEnlarge', got "
+                         f"{method!r}")
+    A, E = _floats("expm_frechet", A, E)
+    if A.shape != E.shape:
+        raise ShapeError(f"expm_frechet: A and E must have one shape, got {tuple(A.shape)} "
+                         f"and {tuple(E.shape)}")
+    n = _matrix("expm_frechet", A).shape[-1]
+    top = jnp.concatenate([A, E], axis=-1)
+    bottom = jnp.concatenate([jnp.zeros_like(A), A], axis=-1)
+    big = expm(jnp.concatenate([top, bottom], axis=-2))
+    frechet = big[..., :n, n:]
+    return (big[..., :n, :n], frechet) if compute_expm else frechet
+
+
+def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
+    """(u, p): a = u p (side 'right') or p u ('left'), u with orthonormal columns (rows)
+    and p symmetric positive semidefinite. Computed from the SVD whichever method is
+    named (JAX's 'qdwh' iteration converges to the same factors)."""
+    if side not in ("right", "left"):
+        raise ValueError(f"polar: side must be 'right' or 'left', got {side!r}")
+    if method not in ("qdwh", "svd"):
+        raise ValueError(f"polar: method must be 'qdwh' or 'svd', got {method!r}")
+    a, = _floats("polar", a)
+    u, s, vh = nla.svd(_matrix("polar", a, square=False), full_matrices=False)
+    unitary = jnp.matmul(u, vh)
+    if side == "right":
+        p = jnp.matmul(jnp.matrix_transpose(vh) * s[..., None, :], vh)
+    else:
+        p = jnp.matmul(u * s[..., None, :], jnp.matrix_transpose(u))
+    return unitary, p
+
+
+def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):  # noqa: N803 (scipy's names)
+    """X with A X + X B = C, as one linear system in X's n m entries:
+    (A kron I_m + I_n kron B^T) vec(X) = vec(C) (row-major vec). Its cost grows as
+    (n m)^3, fine for the small matrices this is for. Singular when A and -B share an
+    eigenvalue (LinAlgError)."""
+    if method not in ("schur", "eigen"):
+        raise ValueError(f"solve_sylvester: method must be 'schur' or 'eigen', got "
+                         f"{method!r}")
+    A, B, C = _floats("solve_sylvester", A, B, C)
+    n, m = _matrix("solve_sylvester", A).shape[-1], _matrix("solve_sylvester", B).shape[-1]
+    if A.ndim != 2 or B.ndim != 2 or tuple(C.shape) != (n, m):
+        raise ShapeError(f"solve_sylvester: A (n, n), B (m, m) and C (n, m) expected, got "
+                         f"{tuple(A.shape)}, {tuple(B.shape)} and {tuple(C.shape)}")
+    system = (jnp.kron(A, jnp.eye(m, dtype=A.dtype))
+              + jnp.kron(jnp.eye(n, dtype=A.dtype), jnp.matrix_transpose(B)))
+    return jnp.reshape(nla.solve(system, jnp.reshape(C, (n * m,))), (n, m))
+
+
+def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
+                overwrite_c=False):
+    """(c Q, R) for mode 'right' or (Q c, R) for 'left', Q and R of a's economic QR."""
+    if mode not in ("right", "left"):
+        raise ValueError(f"qr_multiply: mode must be 'right' or 'left', got {mode!r}")
+    if pivoting:
+        raise ValueError("qr_multiply: pivoting=True (column-pivoted QR) is not supported")
+    a, c = _floats("qr_multiply", a, c)
+    q, r = nla.qr(_matrix("qr_multiply", a, square=False))
+    vector = c.ndim == 1
+    if mode == "right":
+        out = jnp.matmul(c, q)
+    else:
+        out = jnp.matmul(q, c)
+    return (out if not vector else jnp.reshape(out, (-1,))), r
+
+
+def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
+                     tol=None, key=None):
+    """The eigenvalues (and eigenvectors unless eigvals_only) of the symmetric
+    tridiagonal matrix with diagonal d and off-diagonal e, ascending; select 'i' keeps
+    those of indices select_range = (lo, hi), inclusive."""
+    if select not in ("a", "i"):
+        raise ValueError(f"eigh_tridiagonal: select must be 'a' or 'i' (by index), got "
+                         f"{select!r}")
+    d, e = _floats("eigh_tridiagonal", d, e)
+    n = d.shape[-1]
+    if d.ndim != 1 or tuple(e.shape) != (max(n - 1, 0),):
+        raise ShapeError(f"eigh_tridiagonal: d (n,) and e (n - 1,) expected, got "
+                         f"{tuple(d.shape)} and {tuple(e.shape)}")
+    t = jnp.diag(d) + jnp.diag(e, 1) + jnp.diag(e, -1)
+    v, w = D.eigh(t, symmetrize_input=False)
+    if select == "i":
+        lo, hi = select_range
+        w, v = w[lo:hi + 1], v[:, lo:hi + 1]
+    return w if eigvals_only else (w, v)
 
 
 # --------------------------------------------------------------------------- the rest
