@@ -353,3 +353,38 @@ def test_dlpack_with_jax():
     x = fnp.asarray(np.array([1.0, 2.0, 3.0]))
     np.testing.assert_array_equal(np.asarray(jnp.from_dlpack(x)), [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(np.asarray(fnp.from_dlpack(jnp.arange(3.0))), [0, 1, 2])
+
+
+# --------------------------------------------------------------------------- precision
+
+def test_precision_and_preferred_element_type():
+    lax = fnad.lax
+    rng = np.random.default_rng(0)
+    a16, b16 = rng.random((3, 4)).astype(np.float16), rng.random((4, 2)).astype(np.float16)
+    exact = a16.astype(np.float32) @ b16.astype(np.float32)      # accumulated in float32
+    for out in (lax.dot(a16, b16, preferred_element_type=np.float32),
+                lax.dot_general(a16, b16, (((1,), (0,)), ((), ())),
+                                preferred_element_type=np.float32),
+                fnp.matmul(a16, b16, preferred_element_type=np.float32),
+                fnp.dot(a16, b16, preferred_element_type=np.float32),
+                fnp.einsum("ij,jk->ik", a16, b16, preferred_element_type=np.float32),
+                fnad.jit(lambda x, y: fnp.matmul(x, y, preferred_element_type=np.float32))(
+                    a16, b16)):
+        assert out.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(out), exact, rtol=1e-6)
+    ints = lax.dot(np.array([100, 100], np.int8), np.array([100, 100], np.int8),
+                   preferred_element_type=np.int32)
+    assert ints.dtype == np.int32 and int(ints) == 20000             # no int8 wrap-around
+    a, b = rng.random((2, 2)), rng.random((2, 2))
+    for precision in (None, lax.Precision.HIGHEST, "default", "bfloat16",
+                      (lax.Precision.DEFAULT, lax.Precision.HIGH)):
+        np.testing.assert_array_equal(np.asarray(fnp.dot(a, b, precision=precision)),
+                                      np.asarray(fnp.dot(a, b)))
+    with pytest.raises(ValueError, match="precision"):
+        fnp.matmul(a, b, precision="fast-ish")
+    with pytest.raises(DTypeError, match="narrower"):
+        lax.dot(a, b, preferred_element_type=np.float32)
+    with pytest.raises(DTypeError, match="narrower"):
+        fnp.matmul(a, b, preferred_element_type=np.int64)
+    with pytest.raises(ShapeError, match="rank 1 or 2"):
+        lax.dot(np.ones((2, 2, 2)), np.ones(2))

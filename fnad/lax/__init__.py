@@ -5,7 +5,7 @@ from ..primitives.shape import (  # noqa: F401
     concatenate)
 from ..primitives.reduce import (  # noqa: F401
     reduce_sum, reduce_prod, cumsum, cumprod, cummax, cummin)
-from ..primitives.dot import dot_general  # noqa: F401
+from .products import Precision, dot, dot_general  # noqa: F401
 from .operators import (  # noqa: F401,A004
     RoundingMethod, round, div, iota, broadcasted_iota, integer_pow, square, select,
     clamp, convert_element_type, stop_gradient, reduce_max, reduce_min, argmax, argmin, neg,

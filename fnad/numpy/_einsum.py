@@ -15,17 +15,24 @@ from ..primitives import shape as S
 from ..primitives.dot import dot_general
 from ..primitives.reduce import reduce_sum
 from ._core import promote
-from ._products import diagonal
+from ._products import Precision, diagonal, preferred_operands
 
 _LETTERS = string.ascii_letters
 
 
-def einsum(subscripts, *operands, optimize="greedy", precision=None):
-    """numpy.einsum (and its interleaved operand/sublist form). `optimize` and
-    `precision` are accepted for compatibility; the order is always greedy."""
+def einsum(subscripts, *operands, optimize="greedy", precision=None,
+           preferred_element_type=None):
+    """numpy.einsum (and its interleaved operand/sublist form). `optimize` is accepted
+    for compatibility (the order is always greedy), `precision` as in dot (every
+    setting computes in the operands' dtype); `preferred_element_type` is the dtype the
+    operands are converted to, and so the result's."""
     if not isinstance(subscripts, str):
         subscripts, operands = _from_sublists(subscripts, *operands)
     operands = promote(*operands) if operands else []
+    Precision.check(precision, "einsum")
+    if preferred_element_type is not None:
+        operands = [preferred_operands(x, x, None, preferred_element_type, "einsum")[0]
+                    for x in operands]
     inputs, output = _parse(subscripts, [x.ndim for x in operands])
     sizes = _label_sizes(subscripts, inputs, operands)
     terms = [_prepare(x, labels, sizes) for x, labels in zip(operands, inputs)]

@@ -1,10 +1,12 @@
 """Products and contractions, all over dot_general."""
+import enum
+
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..primitives import shape as S
 from ..primitives.dot import dot_general
-from ._core import promote
+from ._core import astype, promote
 from ._shapes import broadcast_to, reshape, moveaxis, take_range, ravel
 from ._reductions import sum as _sum
 from ._complex import conj
@@ -15,8 +17,54 @@ def _promoted(a, b):
     return a, b
 
 
-def matmul(a, b):
-    a, b = _promoted(a, b)
+class Precision(enum.Enum):
+    """How precisely a product is computed (JAX's lax.Precision). On accelerators JAX
+    may multiply float32 in bfloat16 or tensorfloat32 passes; fnad's kernels always
+    multiply in the operands' own dtype, so every setting gives HIGHEST's numbers. The
+    settings are accepted and checked, so JAX code runs unchanged."""
+    DEFAULT = 0
+    HIGH = 1
+    HIGHEST = 2
+
+    @classmethod
+    def check(cls, precision, what):
+        """Validate a `precision=` argument: None, a Precision, one of its names (or
+        JAX's aliases), or a pair of those (one per operand)."""
+        names = {"default", "high", "highest", "fastest", "bfloat16", "tensorfloat32",
+                 "float32"}
+        items = precision if isinstance(precision, (tuple, list)) else (precision,)
+        if isinstance(precision, (tuple, list)) and len(items) != 2:
+            raise ValueError(f"{what}: precision pairs must have 2 entries, got {precision!r}")
+        for p in items:
+            if not (p is None or isinstance(p, cls) or
+                    (isinstance(p, str) and p.lower() in names)):
+                raise ValueError(f"{what}: precision={precision!r} is not a lax.Precision, "
+                                 f"one of {sorted(names)}, or a pair of them")
+
+
+def preferred_operands(a, b, precision, preferred_element_type, what):
+    """(a, b) converted to `preferred_element_type`, so the product accumulates and
+    returns in it (JAX's meaning: float16 operands with float32 accumulate in float32).
+    A type narrower than the operands', or an integer type for floats, is an error:
+    it would drop precision the caller has."""
+    Precision.check(precision, what)
+    if preferred_element_type is None:
+        return a, b
+    dtype = np.dtype(preferred_element_type)
+    for x in (a, b):
+        have = np.dtype(x.dtype)
+        narrower = (have.kind == dtype.kind and dtype.itemsize < have.itemsize) \
+            or (have.kind in "fc" and dtype.kind not in "fc") \
+            or (have.kind == "c" and dtype.kind == "f")
+        if narrower:
+            raise DTypeError(f"{what}: preferred_element_type={dtype.name} is narrower than "
+                             f"the operand dtype {have.name} (shape {tuple(x.shape)}); "
+                             f"give a type at least as wide, or convert the operands first")
+    return astype(a, dtype), astype(b, dtype)
+
+
+def matmul(a, b, *, precision=None, preferred_element_type=None):
+    a, b = preferred_operands(*_promoted(a, b), precision, preferred_element_type, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must not be scalars, got shapes "
                          f"{tuple(a.shape)} and {tuple(b.shape)}")
@@ -42,8 +90,8 @@ def matmul(a, b):
     return out
 
 
-def dot(a, b):
-    a, b = _promoted(a, b)
+def dot(a, b, *, precision=None, preferred_element_type=None):
+    a, b = preferred_operands(*_promoted(a, b), precision, preferred_element_type, "dot")
     if a.ndim == 0 or b.ndim == 0:
         return a * b
     if b.ndim == 1:
@@ -54,8 +102,9 @@ def dot(a, b):
     return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 2,)))
 
 
-def tensordot(a, b, axes=2):
-    a, b = _promoted(a, b)
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+    a, b = preferred_operands(*_promoted(a, b), precision, preferred_element_type,
+                              "tensordot")
     if isinstance(axes, (int, np.integer)):
         axes = (tuple(range(a.ndim - axes, a.ndim)), tuple(range(axes)))
     lhs, rhs = axes
