@@ -10,6 +10,7 @@ import fnad.numpy as jnp
 from fnad import lax
 from fnad.errors import DTypeError, ShapeError
 from fnad.primitives.fft import FftType, fft_p
+from fnad.test_util import check_grads
 
 from cuda_util import check_primitive, needs_cuda
 
@@ -291,6 +292,19 @@ def test_grad_of_parseval_energy_is_2n_x_at_every_order():
     close(fnad.hessian(energy)(x), 16 * np.eye(8))
     per_example = fnad.vmap(fnad.grad(energy))(real(3, 8))
     assert per_example.shape == (3, 8)
+
+
+def test_second_order_derivatives_match_finite_differences():
+    # Complex operands from real parts, so the checker perturbs both parts; the
+    # transposes' own derivatives (conj, pad, the swapped-norm RFFT) are exercised.
+    def f(re, im):
+        y = jnp.fft.irfftn(re + 1j * im, s=(3, 6), norm="ortho")
+        return jnp.sum(jnp.sin(y) * y)
+
+    def g(x):
+        return jnp.sum(jnp.tanh(jnp.fft.hfft(jnp.fft.fft2(x), n=5, norm="forward")))
+    check_grads(f, (real(3, 4), real(3, 4)), order=2, modes=("fwd", "rev"))
+    check_grads(g, (real(3, 6),), order=2, modes=("fwd", "rev"))
 
 
 def test_grad_through_complex_fft_matches_hand_derivation():

@@ -15,7 +15,7 @@ from ._creation import *  # noqa: F401,F403
 from ._products import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._sorting import *  # noqa: F401,F403
-from ._einsum import einsum  # noqa: F401
+from ._einsum import einsum, einsum_path  # noqa: F401
 from ._comparisons import *  # noqa: F401,F403
 from ._integer_math import *  # noqa: F401,F403
 from ._float_bits import *  # noqa: F401,F403
@@ -31,6 +31,8 @@ from ._assemble import *  # noqa: F401,F403
 from ._selection import *  # noqa: F401,F403
 from ._index_tricks import *  # noqa: F401,F403
 from ._setops import *  # noqa: F401,F403
+from ._packbits import *  # noqa: F401,F403
+from ._functional import *  # noqa: F401,F403
 from . import linalg  # noqa: F401
 from . import fft  # noqa: F401
 from ._methods import attach as _attach

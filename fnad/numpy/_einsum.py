@@ -193,3 +193,49 @@ def _to_output(x, labels, output):
     # Every output label survives: only labels elsewhere of full size are squeezed.
     perm = [labels.index(lab) for lab in output]
     return S.transpose(x, perm) if perm != list(range(len(perm))) else x
+
+
+# --------------------------------------------------------------------------- the path
+
+def _prepared_labels(labels, shape, sizes):
+    """The labels _prepare leaves for an operand of this shape (no data needed)."""
+    labels, shape = list(labels), list(shape)
+    while len(set(labels)) != len(labels):
+        lab = next(lab for k, lab in enumerate(labels) if lab in labels[:k])
+        i = labels.index(lab)
+        j = labels.index(lab, i + 1)
+        n = min(shape[i], shape[j])
+        keep = [k for k in range(len(labels)) if k not in (i, j)]
+        labels, shape = [labels[k] for k in keep] + [lab], [shape[k] for k in keep] + [n]
+    return [lab for lab, n in zip(labels, shape) if not (n == 1 and sizes[lab] != 1)]
+
+
+def einsum_path(subscripts, *operands, optimize="greedy"):
+    """The pairwise contraction order fnad's einsum uses (greedy: the smallest
+    intermediate first), as numpy reports it: (["einsum_path", (i, j), ...], a
+    description). Only the operands' shapes are read."""
+    if optimize not in (True, False, "greedy", "optimal", "auto") and \
+            not isinstance(optimize, (list, tuple)):
+        raise ValueError(f"einsum_path: unknown optimize={optimize!r}")
+    if not isinstance(subscripts, str):
+        subscripts, operands = _from_sublists(subscripts, *operands)
+    shapes = [tuple(np.shape(x)) for x in operands]
+    inputs, output = _parse(subscripts, [len(s) for s in shapes])
+    sizes = _label_sizes(subscripts, inputs, [np.broadcast_to(np.zeros((), bool), s)
+                                              for s in shapes])
+    terms = [(None, _prepared_labels(labels, s, sizes)) for labels, s in zip(inputs, shapes)]
+    terms = [(None, [lab for lab in t[1] if lab in set(output).union(
+        *(u[1] for u in terms if u is not t))]) for t in terms]
+    path, largest = ["einsum_path"], 0
+    if len(terms) == 1:
+        path.append((0,))       # numpy's entry for a single operand's own reduction
+    while len(terms) > 1:
+        i, j = _cheapest_pair(terms, output, sizes)
+        rest = [t for k, t in enumerate(terms) if k not in (i, j)]
+        labels = _result_labels(terms[i], terms[j], rest, output)[2]
+        largest = max(largest, int(np.prod([sizes[lab] for lab in labels], dtype=np.int64)))
+        path.append((i, j))
+        terms = rest + [(None, labels)]
+    report = (f"  Subscripts: {subscripts}\n  Contraction order (greedy): "
+              f"{path[1:] or 'none'}\n  Largest intermediate: {largest} elements")
+    return path, report

@@ -7,7 +7,8 @@ from ..errors import DTypeError, ShapeError
 from ..primitives import shape as S
 from ..primitives.dot import dot_general
 from ._core import astype, promote
-from ._shapes import broadcast_to, reshape, moveaxis, take_range, ravel
+from ._shapes import (broadcast_arrays, broadcast_to, concatenate, reshape, moveaxis,
+                      take_range, ravel)
 from ._reductions import sum as _sum
 from ._complex import conj
 
@@ -164,3 +165,46 @@ def diag(v, k=0):
     lead = k if k >= 0 else -k * n
     flat = S.pad(spread, zero, [(lead, n * n - lead - spread.shape[0], 0)])
     return reshape(flat, (n, n))
+
+
+def kron(a, b):
+    """The Kronecker product: block (i, j, ...) is a[i, j, ...] * b (the shorter
+    shape padded with leading ones)."""
+    a, b = _promoted(a, b)
+    ndim = max(a.ndim, b.ndim)
+    a_shape = (1,) * (ndim - a.ndim) + tuple(a.shape)
+    b_shape = (1,) * (ndim - b.ndim) + tuple(b.shape)
+    # interleave the axes, (a0, 1, a1, 1, ...) times (1, b0, 1, b1, ...), then merge pairs
+    spread_a = reshape(a, tuple(n for m in a_shape for n in (m, 1)))
+    spread_b = reshape(b, tuple(n for m in b_shape for n in (1, m)))
+    return reshape(spread_a * spread_b, tuple(m * n for m, n in zip(a_shape, b_shape)))
+
+
+def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """The cross product of 3-vectors (or 2-vectors, taken with a zero third part)
+    along axisa of a and axisb of b, placed along axisc; two 2-vectors give the
+    scalar z part. axis, when given, sets all three."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = _promoted(a, b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError("cross: operands must be vectors, not scalars")
+    a, b = moveaxis(a, axisa, -1), moveaxis(b, axisb, -1)
+    if a.shape[-1] not in (2, 3) or b.shape[-1] not in (2, 3):
+        raise ValueError(f"cross: incompatible dimensions for a cross product, got vectors "
+                         f"of length {a.shape[-1]} and {b.shape[-1]} (2 or 3 needed)")
+    ai = [a[..., i] for i in range(a.shape[-1])]
+    bi = [b[..., i] for i in range(b.shape[-1])]
+    z = ai[0] * bi[1] - ai[1] * bi[0]
+    if len(ai) == 2 and len(bi) == 2:
+        return z
+    # numpy's formulas for each pairing, so signed zeros land where numpy puts them
+    if len(ai) == 2:
+        x, y = ai[1] * bi[2], -(ai[0] * bi[2])
+    elif len(bi) == 2:
+        x, y = -(ai[2] * bi[1]), ai[2] * bi[0]
+    else:
+        x, y = ai[1] * bi[2] - ai[2] * bi[1], ai[2] * bi[0] - ai[0] * bi[2]
+    parts = broadcast_arrays(x, y, z)
+    out = concatenate([reshape(p, tuple(p.shape) + (1,)) for p in parts], -1)
+    return moveaxis(out, -1, axisc)

@@ -6,13 +6,13 @@ import numpy as np
 from .. import dtypes
 from ..primitives import sort as P
 from ..primitives import shape as S
-from ._core import as_operand, normalize_axis, promote, promote_inexact
+from ._core import as_operand, astype, normalize_axis, promote, promote_inexact
 from ._shapes import broadcast_to, transpose, reshape, take_range
 from . import _elementwise as E, _reductions as R
 from ._indexing import take
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "median",
-           "searchsorted"]
+           "searchsorted", "sort_complex"]
 
 
 def _prepared(name, a, axis, order):
@@ -141,3 +141,10 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
         count = E.where(move, candidate, count)
         step >>= 1
     return count
+
+
+def sort_complex(a):
+    """a sorted along its last axis (by real part, then imaginary part), as complex
+    (float32 and narrower give complex64, 64-bit types complex128, as JAX)."""
+    out = sort(a, axis=-1)
+    return astype(out, dtypes.complex_dtype(out.dtype))
