@@ -8,7 +8,7 @@ from . import backends as _backends  # noqa: F401  (registers the cpu and cuda b
 from .transforms.jvp import jvp  # noqa: F401
 from .transforms.vjp import vjp, grad, value_and_grad  # noqa: F401
 from .transforms.jacobians import jacfwd, jacrev, hessian  # noqa: F401
-from .transforms.custom import custom_jvp, custom_vjp  # noqa: F401
+from .transforms.custom import custom_jvp, custom_vjp, custom_gradient  # noqa: F401
 from .transforms.jacobians import jacrev as jacobian  # noqa: F401
 from . import numpy, lax, tree_util, tree, nn, scipy, test_util, errors  # noqa: F401
 from . import optim, data, io, datasets, random  # noqa: F401

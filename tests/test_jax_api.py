@@ -388,3 +388,15 @@ def test_precision_and_preferred_element_type():
         fnp.matmul(a, b, preferred_element_type=np.int64)
     with pytest.raises(ShapeError, match="rank 1 or 2"):
         lax.dot(np.ones((2, 2, 2)), np.ones(2))
+
+
+def test_custom_gradient_in_every_mode():
+    @fnad.custom_gradient
+    def f(x):
+        return fnp.sin(x), lambda g: (g * 10.0 * fnp.cos(x),)    # a deliberately odd rule
+    x = np.float64(0.3)
+    assert float(f(x)) == np.sin(0.3)
+    for g in (fnad.grad(f), fnad.jit(fnad.grad(f)), fnad.grad(fnad.jit(f))):
+        np.testing.assert_allclose(float(g(x)), 10 * np.cos(0.3), rtol=1e-14)
+    np.testing.assert_allclose(np.asarray(fnad.vmap(fnad.grad(f))(np.array([0.3, 0.4]))),
+                               10 * np.cos([0.3, 0.4]), rtol=1e-14)

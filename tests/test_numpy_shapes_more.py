@@ -283,3 +283,41 @@ def test_set_and_search_errors():
         fnp.searchsorted(np.ones(2), 1.0, side="middle")
     with pytest.raises(ValueError, match="size"):
         fnp.unique(np.arange(3), size=-1)
+
+
+# --------------------------------------------------------------------------- more
+
+def test_einsum_path_reports_the_order_einsum_uses():
+    a, b, c = np.ones((2, 30)), np.ones((30, 40)), np.ones((40,))
+    path, report = fnp.einsum_path("ij,jk,k->i", a, b, c)
+    assert path == np.einsum_path("ij,jk,k->i", a, b, c, optimize="greedy")[0]
+    assert "Largest intermediate: 30" in report
+    assert fnp.einsum_path("ii->", np.ones((3, 3)))[0] == ["einsum_path", (0,)]
+
+
+def test_apply_along_axis_traces_once_and_differentiates():
+    calls = []
+
+    def first_times_last(row):
+        calls.append(row.shape)
+        return row[0] * row[-1]
+    x = np.arange(12.0).reshape(3, 4)
+    same(fnp.apply_along_axis(first_times_last, 1, x), x[:, 0] * x[:, -1])
+    assert calls == [(4,)]           # one traced call, not one per row
+    grad = fnad.grad(lambda x: fnp.sum(fnp.apply_along_axis(first_times_last, 0, x)))(x)
+    want = np.zeros_like(x)
+    want[0], want[-1] = x[-1], x[0]
+    same(grad, want)
+    with pytest.raises(ValueError, match="dimensions"):
+        fnp.apply_over_axes(lambda a, ax: fnp.sum(a), x, [0])
+
+
+def test_bit_packing_errors():
+    with pytest.raises(fnad.errors.DTypeError, match="uint8"):
+        fnp.unpackbits(np.array([1, 2], np.int32))
+    with pytest.raises(fnad.errors.DTypeError, match="integer"):
+        fnp.packbits(np.array([0.5]))
+    with pytest.raises(ValueError, match="bitorder"):
+        fnp.packbits(np.array([True]), bitorder="middle")
+    with pytest.raises(ValueError, match="2 or 3"):
+        fnp.cross(np.ones(4), np.ones(3))

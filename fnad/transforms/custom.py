@@ -13,7 +13,7 @@ its cotangents:
 import functools
 
 from ..core import Primitive, bind_custom
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import register_pytree_node, tree_flatten, tree_unflatten
 from ._util import as_value, zeros_like, check_argnums, resolve_argnums
 from .jvp import jvp as _jvp
 from .vjp import vjp as _vjp
@@ -249,6 +249,38 @@ class custom_vjp:
 
         out = bind_custom(CustomRules(fun, jvp, fwd, bwd), flat)
         return tree_unflatten(fun.out_tree, out)
+
+
+def custom_gradient(fun):
+    """Decorator for fun(*args) -> (value, vjp_fn), vjp_fn(cotangent) -> a tuple of
+    one cotangent per argument (JAX's custom_gradient): differentiating the decorated
+    function calls vjp_fn; evaluating it returns value."""
+    @custom_vjp
+    def wrapped(*args):
+        return fun(*args)[0]
+
+    def fwd(*args):
+        value, vjp_fn = fun(*args)
+        return value, _Opaque(vjp_fn)
+
+    def bwd(residual, cotangent):
+        cts = residual.value(cotangent)
+        return tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+    wrapped.defvjp(fwd, bwd)
+    functools.update_wrapper(wrapped, fun)
+    return wrapped
+
+
+class _Opaque:
+    """A residual that is no array (custom_gradient's vjp_fn): a pytree with no leaves,
+    carried as structure."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+register_pytree_node(_Opaque, lambda o: ((), o.value), lambda value, _: _Opaque(value))
 
 
 def checkpoint(fun, *, prevent_cse=True, static_argnums=()):
