@@ -250,4 +250,35 @@ NUMPY_SETS = [
          if lib is not np else (lambda a, v: np.searchsorted(a, v, side="right")), **NOGRAD),
 ]
 
-CASES = NUMPY_SHAPES + NUMPY_SELECTION + NUMPY_INDEX_TRICKS + NUMPY_SETS
+
+U8 = np.dtype(np.uint8)
+BYTES = fixed(np.array([[0, 255, 5], [128, 7, 64]], np.uint8))
+
+NUMPY_PRODUCTS_AND_MORE = [
+    call("numpy", fnp, "kron", [("2-d", [D((2, 3)), D((2, 2))]), ("mixed", [D((3,)), D((2, 1, 2))])],
+         ALL),
+    call("numpy", fnp, "cross", [("3-vectors", [D((4, 3)), D((3,))]),
+                                 ("2 and 3", [D((2,)), D((4, 3))])], NUM),
+    call("numpy", fnp, "cross", [("axes", [D((3, 4)), D((2, 1, 3))])], NUM, label="axes",
+         kw=dict(axisa=0, axisb=-1, axisc=1)),
+    # numpy gives complex128 for float32; fnad, like JAX, complex64
+    call("numpy", fnp, "sort_complex", [("2-d", [D((3, 4))])], (I32, F32),
+         np.dtype(np.complex64), ref=lambda a: np.sort(a, axis=-1).astype(np.complex64),
+         native_ref=True, **NOGRAD),
+    call("numpy", fnp, "sort_complex", [("2-d", [D((3, 4))])], (F64,),
+         np.dtype(np.complex128), label="float64", **NOGRAD),
+    call("numpy", fnp, "packbits", [("2-d", [D((3, 10))])], (BOOL, I32), U8, **NOGRAD),
+    call("numpy", fnp, "packbits", [("2-d", [D((3, 10))])], (BOOL,), U8, label="axis little",
+         kw=dict(axis=0, bitorder="little"), **NOGRAD),
+    call("numpy", fnp, "unpackbits", [("bytes", [BYTES])], (I32,), U8, kw=dict(axis=1),
+         **STATIC),
+    call("numpy", fnp, "unpackbits", [("bytes", [BYTES])], (I32,), U8, label="count",
+         kw=dict(count=-3, bitorder="little"), **STATIC),
+    call("numpy", fnp, "apply_along_axis", [("3-d", [D((2, 3, 4))])], NUM, scale="abs",
+         adapt=lambda lib: (lambda a: lib.apply_along_axis(lambda r: r[::-1] * r[0], 1, a))),
+    call("numpy", fnp, "apply_over_axes", [("3-d", [D((2, 3, 4))])], NUM, "acc", scale="abs",
+         adapt=lambda lib: (lambda a: lib.apply_over_axes(lib.sum, a, (0, 2)))),
+]
+
+CASES = NUMPY_SHAPES + NUMPY_SELECTION + NUMPY_INDEX_TRICKS + NUMPY_SETS + \
+    NUMPY_PRODUCTS_AND_MORE
