@@ -79,6 +79,8 @@ EXCLUDED = {
                     "it against numpy; no differential case yet",
     "lax.fft": "tests/test_fft.py checks it and fnad.numpy.fft over it in every mode "
                "against numpy's pocketfft and JAX",
+    "numpy.einsum_path": "returns a contraction plan, not an array; "
+                         "tests/test_numpy_shapes_more.py checks it against numpy's",
 }
 
 # Public callables checked by a focused test below rather than a case: name -> test.
