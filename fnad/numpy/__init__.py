@@ -25,8 +25,6 @@ from ._histograms import *  # noqa: F401,F403
 from ._special import i0  # noqa: F401
 from ..dlpack import from_dlpack  # noqa: F401
 from ._complex import *  # noqa: F401,F403
-from ..dtypes import complex64, complex128, complex64 as csingle  # noqa: F401
-from ..dtypes import complex128 as complex_, complex128 as cdouble  # noqa: F401
 from ._assemble import *  # noqa: F401,F403
 from ._selection import *  # noqa: F401,F403
 from ._index_tricks import *  # noqa: F401,F403

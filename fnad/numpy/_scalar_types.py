@@ -14,7 +14,8 @@ from ..core import Tracer
 from ._core import asarray
 
 __all__ = ["bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-           "uint64", "float16", "float32", "float64", "double", "single", "float_", "int_",
+           "uint64", "float16", "float32", "float64", "complex64", "complex128", "csingle",
+           "cdouble", "complex_", "double", "single", "float_", "int_",
            "uint", "generic", "number", "inexact", "floating", "integer", "signedinteger",
            "unsignedinteger", "complexfloating", "character", "flexible", "object_",
            "ComplexWarning", "euler_gamma", "can_cast", "isdtype", "isscalar", "iterable"]
@@ -58,6 +59,8 @@ int8, int16, int32, int64 = (_scalar_type(n, n) for n in ("int8", "int16", "int3
 uint8, uint16, uint32, uint64 = (_scalar_type(n, n)
                                  for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, float32, float64 = (_scalar_type(n, n) for n in ("float16", "float32", "float64"))
+complex64, complex128 = (_scalar_type(n, n) for n in ("complex64", "complex128"))
+csingle, cdouble, complex_ = complex64, complex128, complex128
 
 # numpy's C-type aliases, at the width numpy gives them (fnad keeps float64 and int64
 # without x64, so float_(x) is a float64, not JAX's canonicalized float32)
