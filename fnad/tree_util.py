@@ -577,3 +577,29 @@ register_pytree_node(
     Partial, lambda p: ((p.args, p.keywords), p.func),
     lambda func, children: Partial(func, *children[0], **children[1]),
     lambda p: ([(GetAttrKey("args"), p.args), (GetAttrKey("keywords"), p.keywords)], p.func))
+
+
+class _Registry:
+    """The one registry of pytree node types (JAX's default_registry), seen as an
+    object: what the functions above read and write."""
+
+    def flatten(self, tree, leaf_predicate=None):
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree):
+        return flatten_one_level(tree)
+
+    def register_node(self, nodetype, to_iterable, from_iterable, to_iterable_with_keys=None):
+        register_pytree_node(nodetype, to_iterable, from_iterable, to_iterable_with_keys)
+
+    def register_dataclass_node(self, nodetype, data_fields, meta_fields, drop_fields=()):
+        register_dataclass(nodetype, data_fields, meta_fields, drop_fields)
+
+    def is_node(self, nodetype):
+        return is_tree_node(nodetype)
+
+    def __repr__(self):
+        return f"<fnad pytree registry: {len(_registry)} node types>"
+
+
+default_registry = _Registry()

@@ -169,3 +169,15 @@ def test_against_jax():
     assert [repr(k) for p, _ in pairs for k in p] == [repr(k) for p, _ in jpairs for k in p]
     assert tu.tree_broadcast([1, {"a": 2}], [(5, 6), {"a": [7, 8]}]) == \
         jtu.tree_broadcast([1, {"a": 2}], [(5, 6), {"a": [7, 8]}])
+
+
+def test_default_registry():
+    class Pair:
+        def __init__(self, a, b):
+            self.a, self.b = a, b
+    tu.default_registry.register_node(Pair, lambda p: ((p.a, p.b), None),
+                                      lambda _, c: Pair(*c))
+    assert tu.default_registry.is_node(Pair) and not tu.default_registry.is_node(int)
+    leaves, treedef = tu.default_registry.flatten([Pair(1, 2), 3])
+    assert leaves == [1, 2, 3] and tu.tree_unflatten(treedef, [4, 5, 6])[0].b == 5
+    assert tu.default_registry.flatten_one_level(Pair(7, 8))[0] == (7, 8)
