@@ -2,6 +2,7 @@
 against hand values and identities (run everywhere), scipy (when installed), float64
 central differences, and each other across modes (eager, jit, vmap, grad)."""
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -106,6 +107,29 @@ def test_error_functions_against_math():
         math.sqrt(2 * math.pi) * 2 ** -40, rel=1e-10)
 
 
+def test_exponential_integrals():
+    x = arr(0.01, 0.5, 1.0, 3.0, 45.0, 700.0)
+    # E_(n+1)(x) = (e^-x - x E_n(x)) / n, from n = 1 up
+    e = [np.asarray(fs.expn(arr(float(n)), x)) for n in range(1, 6)]
+    np.testing.assert_allclose(e[0], fs.exp1(x), rtol=1e-15)
+    for n in range(1, 5):
+        np.testing.assert_allclose(e[n], (np.exp(-x) - x * e[n - 1]) / n, rtol=1e-12)
+    np.testing.assert_allclose(fs.expn(arr(0.0), x), np.exp(-x) / x, rtol=1e-15)
+    np.testing.assert_allclose(fs.exp1(arr(1.0)), [0.21938393439552027], rtol=1e-15)
+    # Ei(50) from its power series summed exactly
+    ei50 = EULER_GAMMA + math.log(50) + float(sum(Fraction(50) ** k / (k * math.factorial(k))
+                                                  for k in range(1, 250)))
+    np.testing.assert_allclose(fs.expi(arr(1.0, 50.0)), [1.8951178163559368, ei50],
+                               rtol=1e-14)
+    np.testing.assert_allclose(fs.expi(-x), -np.asarray(fs.exp1(x)), rtol=1e-15)
+    np.testing.assert_array_equal(fs.exp1(arr(-1.0, 0.0, np.inf)), [np.nan, np.inf, 0])
+    np.testing.assert_array_equal(fs.expn(arr(2.0, 3.0, -1.0), arr(0.0, 0.0, 1.0)),
+                                  [1, 0.5, np.nan])
+    np.testing.assert_array_equal(fs.bernoulli(6), [1, -0.5, 1 / 6, 0, -1 / 30, 0, 1 / 42])
+    with pytest.raises(ValueError, match="bernoulli"):
+        fs.bernoulli(2.5)
+
+
 def test_bessel_against_numpy_i0():
     x = arr(-60.0, -3.0, -0.0, 0.2, 1.0, 24.0, 26.0, 700.0)
     np.testing.assert_allclose(fs.i0(x[1:-1]), np.i0(x[1:-1]), rtol=1e-14)
@@ -174,7 +198,8 @@ def test_domain_edges():
 # --------------------------------------------------------------------------- scipy
 
 UNARY = ["gammaln", "digamma", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr",
-         "i0e", "i1e", "i0", "i1", "gammasgn", "gamma", "loggamma", "entr", "expit"]
+         "i0e", "i1e", "i0", "i1", "gammasgn", "gamma", "loggamma", "entr", "expit", "exp1",
+         "expi"]
 
 
 def _unary_domain(name, rng):
@@ -219,6 +244,7 @@ BINARY = {
     "kl_div": lambda rng: (rng.uniform(-0.5, 2, 300), rng.uniform(-0.5, 2, 300)),
     "boxcox": lambda rng: (rng.uniform(0, 5, 300), rng.uniform(-2, 2, 300)),
     "poch": lambda rng: (rng.uniform(0.1, 30, 300), rng.uniform(-0.05, 10, 300)),
+    "expn": lambda rng: (rng.integers(0, 30, 300).astype(float), 10 ** rng.uniform(-6, 2.5, 300)),
 }
 
 
@@ -287,6 +313,8 @@ DERIVATIVES = {
     "betainc_x": lambda x: fs.betainc(2.0, 3.5, x / 5), "betaln": lambda x: fs.betaln(x, 20 * x),
     "poch": lambda x: fs.poch(x, 2.5), "xlogy": lambda x: fs.xlogy(x - 1, x),
     "boxcox": lambda x: fs.boxcox(x, x - 1.7),
+    "exp1": fs.exp1, "expi": lambda x: fs.expi(x - 1), "expn0": lambda x: fs.expn(0.0, x),
+    "expn3": lambda x: fs.expn(3.0, x),
 }
 
 

@@ -15,7 +15,7 @@ from ..errors import GradientError
 from ..kernels.cpu import special as kernels
 from ._rules import add_tangents, broadcasting
 from .elementwise import (
-    unary, exp_p, log_p, sign_p, select_p, sum_to_shape, broadcast_to,
+    unary, exp_p, log_p, sign_p, select_p, max_p, sum_to_shape, broadcast_to,
     elementwise_primitive)
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
@@ -63,6 +63,9 @@ def _i1e_deriv(x, y):
 
 
 bessel_i1e_p = unary("bessel_i1e", kernels.bessel_i1e, _i1e_deriv, _scalar("bessel_i1e", 1))
+# E1' = -e^-x / x, Ei' = e^x / x
+exp1_p = unary("exp1", kernels.exp1, lambda x, y: -exp_p.bind(-x) / x, _scalar("exp1", 1))
+expi_p = unary("expi", kernels.expi, lambda x, y: exp_p.bind(x) / x, _scalar("expi", 1))
 
 
 # --------------------------------------------------------------------------- several operands
@@ -106,6 +109,16 @@ zeta_p = special_primitive(
     "zeta", kernels.zeta,
     ("the derivative in the exponent is not implemented (as in JAX)",
      lambda s, q, out: -s * zeta_p.bind(s + 1, q)), 2)
+
+
+def _expn_deriv(n, x, out):
+    # E_n' = -E_(n-1) for n >= 1; E_0 = e^-x / x has E_0' = -E_0 (1 + 1/x). The order
+    # passed down is kept >= 0 so that the branch select drops stays finite.
+    lower = expn_p.bind(max_p.bind(n - 1, 0 * n), x)
+    return select_p.bind(n >= 1, -lower, -out * (1 + 1 / x))
+
+
+expn_p = special_primitive("expn", kernels.expn, (_ORDER, _expn_deriv), 2)
 
 
 def _gamma_density(a, x, out):

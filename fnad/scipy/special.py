@@ -2,6 +2,7 @@
 values: poles, NaN and domain edges included). The special functions themselves are
 primitives of fnad/primitives/special.py; what is here is the algebra around them."""
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -287,6 +288,38 @@ def _boxcox(log_x, lmbda):
     return fnp.where(zero, log_x + 0.5 * lmbda * log_x * log_x, fnp.expm1(safe * log_x) / safe)
 
 
+# --------------------------------------------------------------------------- exponential integrals
+
+def exp1(x):
+    """E_1(x) = int_1^inf e^(-x t) / t dt (NaN for x < 0)."""
+    x, = promote_inexact(x)
+    return S.exp1_p.bind(x)
+
+
+def expi(x):
+    """The exponential integral Ei(x) (principal value)."""
+    x, = promote_inexact(x)
+    return S.expi_p.bind(x)
+
+
+def expn(n, x):
+    """E_n(x) = int_1^inf e^(-x t) / t^n dt, n a nonnegative integer (truncated)."""
+    n, x = promote_inexact(n, x)
+    return S.expn_p.bind(n, x)
+
+
+def bernoulli(n):
+    """The Bernoulli numbers B_0 ... B_n (B_1 = -1/2), as float64 computed exactly with
+    fractions (n a static int)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"bernoulli: n must be a nonnegative Python int, got {n!r}")
+    numbers = [Fraction(1)]
+    for m in range(1, int(n) + 1):
+        # sum_{k<m} C(m + 1, k) B_k + (m + 1) B_m = 0
+        numbers.append(-sum(math.comb(m + 1, k) * b for k, b in enumerate(numbers)) / (m + 1))
+    return fnp.asarray(np.array([float(b) for b in numbers]))
+
+
 # --------------------------------------------------------------------------- Bessel
 
 def i0e(x):
@@ -363,5 +396,5 @@ __all__ = ["gammaln", "gammasgn", "gamma", "loggamma", "digamma", "psi", "polyga
            "multigammaln", "betaln", "beta", "betainc", "gammainc", "gammaincc", "factorial",
            "comb", "poch", "zeta", "erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri",
            "log_ndtr", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "boxcox",
-           "boxcox1p", "i0", "i0e", "i1", "i1e", "logsumexp", "expit", "logit", "softmax",
-           "log_softmax"]
+           "boxcox1p", "i0", "i0e", "i1", "i1e", "exp1", "expi", "expn", "bernoulli",
+           "logsumexp", "expit", "logit", "softmax", "log_softmax"]

@@ -393,6 +393,112 @@ def betainc64(a, b, x):
     return _beta_fraction(a, b, x)
 
 
+# --------------------------------------------------------------------------- exponential integrals
+
+EULER_GAMMA = 0.5772156649015329
+
+
+@numba.njit(cache=True)
+def _expn_fraction(n, x):
+    """E_n(x) for x > 1 by its continued fraction (modified Lentz):
+    e^-x / (x + n - 1 n / (x + n + 2 - 2 (n + 1) / (x + n + 4 - ...)))."""
+    b = x + n
+    c = 1.0 / TINY
+    d = 1.0 / b
+    h = d
+    for i in range(1, MAX_ITERATIONS):
+        an = -i * (n - 1.0 + i)
+        b += 2.0
+        d = an * d + b
+        d = TINY if abs(d) < TINY else d
+        c = b + an / c
+        c = TINY if abs(c) < TINY else c
+        d = 1.0 / d
+        delta = c * d
+        h *= delta
+        if abs(delta - 1.0) < EPS:
+            break
+    return h * math.exp(-x)
+
+
+@numba.njit(cache=True)
+def _expn_series(n, x):
+    """E_n(x) for 0 < x <= 1, n >= 1: the power series, whose term k = n - 1 carries
+    (-x)^(n-1) / (n-1)! (psi(n) - log x)."""
+    psi = -EULER_GAMMA
+    for j in range(1, n):
+        psi += 1.0 / j
+    total = -math.log(x) - EULER_GAMMA if n == 1 else 1.0 / (n - 1)
+    factor = 1.0                       # (-x)^k / k!
+    for k in range(1, MAX_ITERATIONS):
+        factor *= -x / k
+        if k == n - 1:
+            term = factor * (psi - math.log(x))
+        else:
+            term = -factor / (k - n + 1)
+        total += term
+        if abs(term) < EPS * abs(total):
+            break
+    return total
+
+
+@numba.njit(cache=True)
+def expn64(n, x):
+    """The generalized exponential integral E_n(x) = int_1^inf e^(-x t) / t^n dt; n is
+    truncated to an integer, as scipy does."""
+    if n != n or x != x or n < 0 or x < 0:
+        return math.nan
+    m = int(n)
+    if x == math.inf:
+        return 0.0
+    if x == 0:
+        return math.inf if m <= 1 else 1.0 / (m - 1)
+    if m == 0:
+        return math.exp(-x) / x
+    if x > 1.0:
+        return _expn_fraction(float(m), x)
+    return _expn_series(m, x)
+
+
+@numba.njit(cache=True)
+def exp1_64(x):
+    """E_1(x); NaN for x < 0, as scipy's for real arguments."""
+    return expn64(1.0, x)
+
+
+@numba.njit(cache=True)
+def expi64(x):
+    """The exponential integral Ei(x) = -E_1(-x) for x < 0; for x > 0 the power series
+    gamma + log x + sum x^k / (k k!) (positive terms) up to 40, the asymptotic series
+    e^x / x sum k! / x^k past it."""
+    if x != x:
+        return x
+    if x < 0:
+        return -exp1_64(-x)
+    if x == 0:
+        return -math.inf
+    if x > 709.8:
+        return math.inf
+    if x <= 40.0:
+        term, total = 1.0, 0.0
+        for k in range(1, MAX_ITERATIONS):
+            term *= x / k
+            total += term / k
+            if term / k < EPS * total:
+                break
+        return EULER_GAMMA + math.log(x) + total
+    term, total = 1.0, 1.0
+    for k in range(1, 80):
+        previous = term
+        term *= k / x
+        if term >= previous:
+            break
+        total += term
+        if term < EPS * total:
+            break
+    return math.exp(x) / x * total
+
+
 # --------------------------------------------------------------------------- Bessel
 
 @numba.njit(cache=True)
@@ -502,6 +608,9 @@ igamma_scalar = _typed2(igamma64)
 igammac_scalar = _typed2(igammac64)
 igamma_grad_a_scalar = _typed2(igamma_grad_a64)
 betainc_scalar = _typed3(betainc64)
+exp1_scalar = _typed1(exp1_64)
+expi_scalar = _typed1(expi64)
+expn_scalar = _typed2(expn64)
 
 
 # --------------------------------------------------------------------------- numpy kernels
@@ -578,6 +687,21 @@ def _betainc(a, b, x):
     return betainc_scalar(a, b, x)
 
 
+@numba.vectorize(cache=True)
+def _exp1(x):
+    return exp1_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _expi(x):
+    return expi_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _expn(n, x):
+    return expn_scalar(n, x)
+
+
 def _numpy_kernel(ufunc):
     def kernel(*args):
         dtype = args[0].dtype
@@ -606,3 +730,6 @@ igamma = _numpy_kernel(_igamma)
 igammac = _numpy_kernel(_igammac)
 igamma_grad_a = _numpy_kernel(_igamma_grad_a)
 betainc = _numpy_kernel(_betainc)
+exp1 = _numpy_kernel(_exp1)
+expi = _numpy_kernel(_expi)
+expn = _numpy_kernel(_expn)
