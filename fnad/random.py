@@ -658,15 +658,34 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
 
 def geometric(key, p, shape=None, dtype=None):
     """The number of Bernoulli(p) trials up to and including the first success
-    (1, 2, ...): 1 + floor(log(u) / log(1 - p))."""
+    (1, 2, ...): 1 + floor(log(u) / log(1 - p)). Counts past the dtype's range (p at
+    or near 0) saturate at its maximum; -1 where p is not in [0, 1]."""
     key = _check_key("geometric", key)
     dtype = np.dtype(dtypes.default_int() if dtype is None else dtype)
+    if dtype.kind != "i":
+        raise DTypeError(f"geometric: dtype must be a signed integer dtype (-1 marks an "
+                         f"invalid p), got {dtype}")
     p = p if isinstance(p, (Array, Tracer)) else jnp.asarray(p)
     if p.dtype.kind != "f":
         p = jnp.astype(p, dtypes.default_float())
     shape = _param_shape("geometric", shape, p)
     u = _open_uniform(key, shape, p.dtype)
-    return jnp.astype(jnp.floor(_log(u) / _log(-p, jnp.log1p)) + 1, dtype)
+    valid = (p >= 0) & (p <= 1)
+    safe = jnp.where(valid & (p > 0) & (p < 1), p, 0.5)
+    trials = jnp.floor(_log(u) / _log(-safe, jnp.log1p)) + 1
+    trials = jnp.where(p == 1, 1.0, jnp.where(p > 0, trials, np.inf))
+    return _saturating_count(trials, valid, dtype)
+
+
+def _saturating_count(counts, valid, dtype):
+    """Float counts as `dtype`: those past its range become its maximum (a float cast
+    would wrap them), -1 where invalid."""
+    info = np.iinfo(dtype)
+    # info.max + 1 is a power of two, exact in any float dtype; info.max may not be
+    too_big = counts >= float(info.max) + 1
+    safe = jnp.where(valid & ~too_big, counts, -1)
+    out = jnp.where(too_big, info.max, jnp.astype(safe, dtype))
+    return jnp.astype(jnp.where(valid, out, -1), dtype)
 
 
 # --------------------------------------------------------------------------- gamma and friends
@@ -919,11 +938,13 @@ def _poisson_large(key, lam, shape):
 
 def poisson(key, lam, shape=None, dtype=None):
     """Poisson(lam) counts: Knuth's method below lam = 10, Hormann's PTRS above
-    (computed in float64); -1 where lam is negative or NaN."""
+    (computed in float64); counts past the dtype's range saturate at its maximum; -1
+    where lam is negative or NaN."""
     key = _check_key("poisson", key)
     dtype = np.dtype(dtypes.default_int() if dtype is None else dtype)
-    if dtype.kind not in "iu":
-        raise DTypeError(f"poisson: dtype must be an integer dtype, got {dtype}")
+    if dtype.kind != "i":
+        raise DTypeError(f"poisson: dtype must be a signed integer dtype (-1 marks an "
+                         f"invalid lam), got {dtype}")
     lam = _as(lam, np.float64)
     shape = _param_shape("poisson", shape, lam)
     lam = jnp.broadcast_to(lam, shape)
@@ -931,9 +952,9 @@ def poisson(key, lam, shape=None, dtype=None):
     small = valid & (lam < 10)
     k1, k2 = random_split(key, (2,))
     few = _poisson_small(k1, jnp.where(small, lam, 0.0), shape)
-    many = _poisson_large(k2, jnp.where(small | ~valid, 1e5, lam), shape)
-    counts = jnp.where(small, few, many)
-    return jnp.astype(jnp.where(valid, counts, -1), dtype)
+    many = _poisson_large(k2, jnp.where(small | ~valid | jnp.isinf(lam), 1e5, lam), shape)
+    counts = jnp.where(small, few, jnp.where(jnp.isinf(lam), np.inf, many))
+    return _saturating_count(counts, valid, dtype)
 
 
 def _binomial_small(key, n, q, shape):
@@ -989,13 +1010,13 @@ def _binomial_large(key, n, q, shape):
 def binomial(key, n, p, shape=None, dtype=None):
     """Binomial(n, p) counts, as floats (as JAX): waiting-time inversion when
     n min(p, 1 - p) < 10, Hormann's BTRS otherwise, computed in float64; NaN where n is
-    negative or p is outside [0, 1]."""
+    negative or infinite or p is outside [0, 1]."""
     key = _check_key("binomial", key)
     dtype = _float_dtype("binomial", dtype)
     n, p = _as(n, np.float64), _as(p, np.float64)
     shape = _param_shape("binomial", shape, n, p)
     n, p = jnp.broadcast_to(jnp.floor(n), shape), jnp.broadcast_to(p, shape)
-    valid = (n >= 0) & (p >= 0) & (p <= 1)
+    valid = (n >= 0) & jnp.isfinite(n) & (p >= 0) & (p <= 1)
     q = jnp.where(valid, jnp.minimum(p, 1 - p), 0.0)
     n_ok = jnp.where(valid, n, 0.0)
     small = n_ok * q < 10

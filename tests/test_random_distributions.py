@@ -266,3 +266,20 @@ def test_binomial_edges_jit_vmap_and_multinomial_of_a_traced_n():
     counts = np.asarray(fnad.jit(lambda n: random.multinomial(KEY, n, np.array([0.2, 0.8])))(
         np.array([3.0, 9.0])))
     np.testing.assert_array_equal(counts.sum(-1), [3, 9])
+
+
+def test_counts_saturate_instead_of_wrapping():
+    p = np.array([0.0, 1.0, 1.5, np.nan, -0.1, 1e-30], np.float32)
+    top = np.iinfo(np.int32).max
+    np.testing.assert_array_equal(np.asarray(random.geometric(KEY, p)),
+                                  [top, 1, -1, -1, -1, top])
+    np.testing.assert_array_equal(np.asarray(random.geometric(KEY, p, dtype=np.int8)),
+                                  [127, 1, -1, -1, -1, 127])
+    lam = np.array([1e10, np.inf, -np.inf])
+    np.testing.assert_array_equal(np.asarray(random.poisson(KEY, lam)), [top, top, -1])
+    wide = np.asarray(random.poisson(KEY, 1e10, (500,), dtype=np.int64))
+    assert abs(wide.mean() - 1e10) < 4 * math.sqrt(1e10 / 500)
+    with pytest.raises(fnad.DTypeError, match="signed"):
+        random.geometric(KEY, 0.5, dtype=np.uint8)
+    out = np.asarray(random.binomial(KEY, np.array([np.inf, 1e15]), 0.5))
+    assert np.isnan(out[0]) and abs(out[1] - 5e14) < 6 * math.sqrt(2.5e14)
