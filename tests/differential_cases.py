@@ -47,6 +47,7 @@ ANGLE = Domain("angle", lambda r, n: r.uniform(-1.4, 1.4, n), lambda r, n: r.int
 NONZERO = Domain("nonzero", lambda r, n: r.choice([-1, 1], n) * r.uniform(0.5, 3, n),
                  lambda r, n: r.choice([-1, 1], n) * r.integers(1, 9, n))
 # integer exponents stay non-negative: numpy raises for negative integer powers
+ABOVE1 = Domain("above1", lambda r, n: r.uniform(1.1, 4, n), lambda r, n: r.integers(1, 21, n))
 EXPONENT = Domain("exponent", lambda r, n: r.uniform(-2, 2, n), lambda r, n: r.integers(0, 5, n),
                   int_specials=(0, 1, 2, 3, 7))
 
@@ -346,6 +347,16 @@ NUMPY_UNARY = [
     ("log2", POS, ALL, "float", {}),
     ("negative", REAL, NUM, "same", {}),
     ("positive", REAL, NUM, "same", {}),
+    # the complex-number functions on real inputs (complex ones: tests/test_complex.py)
+    ("real", REAL, ALL, "same", {}),
+    ("imag", REAL, ALL, "same", PIECEWISE),
+    ("conj", REAL, ALL, "same", {}),
+    ("conjugate", REAL, ALL, "same", {}),
+    ("angle", REAL, ALL, "float", PIECEWISE),
+    ("iscomplex", REAL, ALL, "bool", {}),
+    ("isreal", REAL, ALL, "bool", {}),
+    ("arccosh", ABOVE1, ALL, "float", {}),
+    ("acosh", ABOVE1, ALL, "float", {}),
     ("reciprocal", NONZERO, FLOATS, "same", {}),
     ("sign", REAL, NUM, "same", PIECEWISE),
     ("sin", REAL, ALL, "float", {}),
@@ -443,6 +454,7 @@ LAX_UNARY = [
     ("expm1", SMALL, FLOATS, np.expm1, {}),
     ("log", POS, FLOATS, np.log, {}),
     ("log1p", POS, FLOATS, np.log1p, {}),
+    ("acosh", ABOVE1, FLOATS, np.arccosh, {}),
     ("logistic", REAL, FLOATS, sigmoid, {}),
     ("erf", REAL, FLOATS, erf, {}),
     ("sqrt", POS, FLOATS, np.sqrt, {}),
