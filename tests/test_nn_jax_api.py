@@ -210,3 +210,19 @@ def test_dot_product_attention_matches_jax():
     np.testing.assert_allclose(np.asarray(nn.dot_product_attention(q, k, v, **kw)),
                                np.asarray(jax.nn.dot_product_attention(q, k, v, **kw)),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_jax_signatures_of_standardize_logsumexp_one_hot():
+    x = np.random.RandomState(4).randn(3, 5)
+    where = x > -0.5
+    ref = np.empty_like(x)
+    for i in range(3):
+        m = x[i][where[i]].mean()
+        v = ((x[i][where[i]] - m) ** 2).mean()
+        ref[i] = (x[i] - m) / np.sqrt(v + 1e-5)
+    np.testing.assert_allclose(np.asarray(nn.standardize(x, axis=1, where=where)), ref,
+                               rtol=1e-12)
+    out, sign = nn.logsumexp(x, axis=1, b=-2.0, return_sign=True)
+    np.testing.assert_allclose(np.asarray(out), np.log(2 * np.exp(x).sum(1)), rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(sign), -1)
+    assert nn.one_hot(np.array([0, 2]), 3).dtype == np.float32    # the default float

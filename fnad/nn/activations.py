@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes
 from .. import numpy as fnp
 from ..numpy._core import promote_inexact, as_operand
 from ..errors import ShapeError
@@ -49,12 +50,14 @@ def gelu(x, approximate=True):
     return 0.5 * x * (1 + erf(x / math.sqrt(2)))
 
 
-def logsumexp(x, axis=None, keepdims=False):
-    return _logsumexp(x, axis=axis, keepdims=keepdims)
+def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    return _logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign,
+                      where=where)
 
 
-def one_hot(x, num_classes, dtype=np.float32, axis=-1):
+def one_hot(x, num_classes, *, dtype=None, axis=-1):
     x = as_operand(x)
+    dtype = dtypes.default_float() if dtype is None else dtype
     classes = fnp.arange(num_classes, dtype=x.dtype)
     out_ndim = x.ndim + 1
     axis = axis % out_ndim
@@ -94,13 +97,21 @@ def selu(x):
     return scale * elu(x, alpha)
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5):
-    """(x - mean) / sqrt(variance + epsilon), statistics over axis by default."""
+def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+    """(x - mean) / sqrt(variance + epsilon), statistics over axis by default (over
+    the entries where `where` is True, when given)."""
     x, = promote_inexact(x)
+    if where is None:
+        average = lambda v: fnp.mean(v, axis=axis, keepdims=True)  # noqa: E731
+    else:
+        where = fnp.broadcast_to(as_operand(where), x.shape)
+        count = fnp.sum(fnp.astype(where, x.dtype), axis=axis, keepdims=True)
+        average = lambda v: fnp.sum(fnp.where(where, v, 0), axis=axis,  # noqa: E731
+                                    keepdims=True) / count
     if mean is None:
-        mean = fnp.mean(x, axis=axis, keepdims=True)
+        mean = average(x)
     if variance is None:
-        variance = fnp.mean(fnp.square(x - mean), axis=axis, keepdims=True)
+        variance = average(fnp.square(x - mean))
     return (x - mean) * fnp.rsqrt(variance + epsilon)
 
 
