@@ -1,4 +1,6 @@
-"""check_grads: test a function's derivatives against central finite differences."""
+"""check_grads: test a function's derivatives against central finite differences.
+Complex values are perturbed along random complex directions, and cotangents pair with
+tangents as Re(ct * t) (JAX's convention, no conjugate)."""
 import numpy as np
 
 from .numpy import asarray
@@ -8,17 +10,26 @@ from .transforms.vjp import vjp
 
 
 def _as_float64(x):
-    return np.asarray(x, dtype=np.float64)
+    return np.asarray(x, dtype=np.complex128 if np.iscomplexobj(x) else np.float64)
+
+
+_LOW_PRECISION = {np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.complex64)}
 
 
 def _default_tolerance(args):
     dtypes = {np.asarray(a).dtype for a in tree_flatten(args)[0]}
-    return 1e-2 if np.dtype(np.float32) in dtypes or np.dtype(np.float16) in dtypes else 1e-5
+    return 1e-2 if dtypes & _LOW_PRECISION else 1e-5
 
 
 def _random_like(rng, flat):
-    return [np.asarray(rng.standard_normal(np.shape(x)), dtype=np.asarray(x).dtype)
-            for x in flat]
+    out = []
+    for x in flat:
+        shape, dtype = np.shape(x), np.asarray(x).dtype
+        t = rng.standard_normal(shape)
+        if dtype.kind == "c":
+            t = t + 1j * rng.standard_normal(shape)
+        out.append(np.asarray(t, dtype=dtype))
+    return out
 
 
 def _numerical_jvp(f, flat_args, tree, tangents, eps):
@@ -66,8 +77,9 @@ def check_vjp(f, args, *, atol, rtol, eps, rng):
     ct_in = tree_flatten(pullback(tree_unflatten(out_tree, [_to_fnad(c) for c in cotangents])))[0]
     tangents = _random_like(rng, flat)
     numerical = _numerical_jvp(f, flat, tree, tangents, eps)
-    lhs = sum(np.sum(_as_float64(c) * _as_float64(t)) for c, t in zip(ct_in, tangents))
-    rhs = sum(np.sum(_as_float64(c) * n) for c, n in zip(cotangents, numerical))
+    lhs = sum(np.sum(np.real(_as_float64(c) * _as_float64(t)))
+              for c, t in zip(ct_in, tangents))
+    rhs = sum(np.sum(np.real(_as_float64(c) * n)) for c, n in zip(cotangents, numerical))
     scale = max(1.0, abs(rhs))
     if not abs(lhs - rhs) <= atol + rtol * scale:
         raise AssertionError(f"vjp disagrees with finite differences: <vjp(ct), t> = {lhs:.8g}"

@@ -474,3 +474,16 @@ def test_parts_functions_like_numpy():
     _close(np.conj(zz), np.conj(Z))
     _close(np.real(zz), Z.real)
     _close(fnad.grad(lambda z: np.real(np.conj(z) * z))(fnp.asarray(z0)), 2 * np.conj(z0))
+
+
+def test_check_grads_on_complex_functions():
+    z = fnp.asarray(np.array([0.7 - 1.3j, -0.4 + 0.9j]))
+    fnad.test_util.check_grads(lambda z: fnp.exp(z) * fnp.conj(z) + fnp.abs(z), (z,), order=2)
+    fnad.test_util.check_grads(lambda x: fnp.exp(1j * x), (fnp.asarray([0.3, 1.1]),),
+                               order=2)
+    # a wrong rule is caught: conj's derivative taken as the identity
+    wrong = fnad.custom_jvp(lambda z: fnp.conj(z))
+    wrong.defjvp(lambda primals, tangents: (fnp.conj(primals[0]), tangents[0]))
+    for mode in ("fwd", "rev"):
+        with pytest.raises(AssertionError):
+            fnad.test_util.check_grads(wrong, (z,), order=1, modes=mode)
