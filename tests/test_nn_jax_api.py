@@ -177,6 +177,10 @@ def test_dot_product_attention_against_loops():
     np.testing.assert_allclose(window, _attention_reference(q, k, v, mask=band), rtol=1e-12)
     with pytest.raises(fnad.ShapeError, match="multiple"):
         nn.dot_product_attention(q[:, :, :3], k, v)
+    # the residual: logsumexp of each row of scaled logits, (B, T, N)
+    _, lse = nn.dot_product_attention(q, k, v, return_residual=True)
+    logits = np.einsum("btnh,bsnh->btns", q, np.repeat(k, 2, axis=2)) / math.sqrt(3)
+    np.testing.assert_allclose(np.asarray(lse), np.log(np.exp(logits).sum(-1)), rtol=1e-12)
 
 
 def test_dot_product_attention_gradient_and_jit():

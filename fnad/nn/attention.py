@@ -12,7 +12,8 @@ import numpy as np
 from .. import numpy as fnp
 from ..errors import ShapeError
 from ..numpy._core import as_operand
-from .activations import softmax
+from ..lax import stop_gradient
+from .activations import logsumexp, softmax
 
 
 def _seq_mask(lengths, size):
@@ -30,9 +31,12 @@ def _window(local_window_size):
 def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
                           is_causal=False, query_seq_lengths=None,
                           key_value_seq_lengths=None, local_window_size=None,
-                          implementation=None):
+                          implementation=None, return_residual=False):
     """softmax(q k^T * scale + bias, masked) v, per head; scale defaults to
-    1 / sqrt(head_dim). The softmax runs in float32 at least (float64 stays float64)."""
+    1 / sqrt(head_dim). The softmax runs in float32 at least (float64 stays float64).
+    With return_residual, also the logsumexp of each row of masked logits, (B, T, N)
+    (treated as a constant by derivatives, as JAX): what blockwise attention needs to
+    merge partial results."""
     if implementation not in (None, "xla"):
         raise ValueError(f"dot_product_attention: implementation {implementation!r} is "
                          f"not available in fnad (use None)")
@@ -89,10 +93,16 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
         # instead of 0 / 0
         negative = -0.7 * float(np.finfo(np.float32).max)
         logits = fnp.where(keep, logits, negative)
+    residual = None
+    if return_residual:
+        residual = fnp.transpose(fnp.astype(stop_gradient(logsumexp(logits, axis=-1)),
+                                            k.dtype), (0, 2, 1))
+        residual = residual[0] if unbatched else residual
     weights = fnp.astype(softmax(logits, axis=-1), v.dtype)
     weights = fnp.reshape(weights, (B, K, G, T, S))
     out = fnp.reshape(fnp.einsum("bkgts,bskh->btkgh", weights, v), (B, T, N, H))
     if query_seq_lengths is not None:
         out = out * fnp.astype(fnp.reshape(_seq_mask(query_seq_lengths, T), (B, T, 1, 1)),
                                out.dtype)
-    return out[0] if unbatched else out
+    out = out[0] if unbatched else out
+    return (out, residual) if return_residual else out
