@@ -73,6 +73,7 @@ UNARY = [  # (name, fnad function, numpy function)
     ("reciprocal", fnp.reciprocal, np.reciprocal),
     ("isfinite", fnp.isfinite, np.isfinite), ("isnan", fnp.isnan, np.isnan),
     ("pow3", lambda z: z ** 3, lambda z: z ** 3),
+    ("pow-2", lambda z: z ** -2, lambda z: z ** -2),
     ("rsqrt", lax.rsqrt, lambda z: 1 / np.sqrt(z)),
 ]
 

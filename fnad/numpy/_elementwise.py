@@ -168,7 +168,7 @@ def power(x, y):
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool) \
             and not isinstance(x, (int, float)):
         x = as_operand(x)
-        if x.dtype.kind == "f" or y >= 0:
+        if x.dtype.kind in "fc" or y >= 0:
             return E.integer_pow_p.bind(x, y=int(y))
     x, y = promote(x, y)
     if x.dtype.kind in "iu":        # exact integer arithmetic, as numpy
