@@ -270,10 +270,14 @@ def normalize_axes(axis, ndim):
     return (normalize_axis(axis, ndim),)
 
 
-def stack(arrays, axis=0):
+def stack(arrays, axis=0, out=None, dtype=None):
     """The arrays, of one shape, stacked along a new axis (here rather than with the
     other shape functions because asarray of a list of arrays is a stack)."""
-    arrays = [as_operand(a) for a in arrays]
+    if out is not None:
+        raise ValueError("stack: out= is not supported; fnad arrays are immutable")
+    arrays = [as_operand(a) if dtype is None else astype(a, dtype) for a in arrays]
+    if not arrays:
+        raise ValueError("stack: needs at least one array")
     shapes = {tuple(a.shape) for a in arrays}
     if len(shapes) != 1:
         raise ShapeError(f"stack: all input arrays must have the same shape, got "

@@ -19,11 +19,21 @@ def ndim(a):
     return len(shape(a))
 
 
-def size(a):
-    return int(np.prod(shape(a), dtype=np.int64))
+def size(a, axis=None):
+    dims = shape(a)
+    if axis is None:
+        return int(np.prod(dims, dtype=np.int64))
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    return int(np.prod([dims[normalize_axis(ax, len(dims))] for ax in axes], dtype=np.int64))
 
 
-def reshape(a, newshape, order="C"):
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    """a with the given shape (one entry may be -1); order "F" reads and writes in
+    column-major order. `newshape` is numpy's older name for shape. copy has no
+    effect: an fnad array cannot change, so a copy and a view are the same value."""
+    if (shape is None) == (newshape is None):
+        raise TypeError("reshape: pass exactly one of shape and newshape")
+    newshape = shape if newshape is None else newshape
     a = as_operand(a)
     if isinstance(newshape, (int, np.integer)):
         newshape = (newshape,)
@@ -48,8 +58,12 @@ def reshape(a, newshape, order="C"):
     return S.reshape(a, newshape)
 
 
-def ravel(a):
+def ravel(a, order="C"):
     a = as_operand(a)
+    if order == "F":
+        a = transpose(a)
+    elif order not in ("C", "A", "K"):
+        raise ValueError(f"ravel: order must be 'C' or 'F', got {order!r}")
     return reshape(a, (a.size,))
 
 
@@ -63,9 +77,12 @@ def transpose(a, axes=None):
     return S.transpose(a, axes)
 
 
-def matrix_transpose(a):
-    a = as_operand(a)
-    return swapaxes(a, -1, -2)
+def matrix_transpose(x, /):
+    x = as_operand(x)
+    if x.ndim < 2:
+        raise ShapeError(f"matrix_transpose needs an array of at least 2 dimensions, got "
+                         f"shape {tuple(x.shape)}")
+    return swapaxes(x, -1, -2)
 
 
 def swapaxes(a, axis1, axis2):
@@ -183,13 +200,13 @@ def dstack(tup, dtype=None):
 row_stack = vstack
 
 
-def column_stack(arrays):
-    arrays = [as_operand(a) for a in arrays]
+def column_stack(tup):
+    arrays = [as_operand(a) for a in tup]
     return concatenate([reshape(a, (-1, 1)) if a.ndim == 1 else a for a in arrays], 1)
 
 
-def split(a, indices_or_sections, axis=0):
-    a = as_operand(a)
+def split(ary, indices_or_sections, axis=0):
+    a = as_operand(ary)
     axis = normalize_axis(axis, a.ndim)
     n = a.shape[axis]
     if isinstance(indices_or_sections, (int, np.integer)):
@@ -348,8 +365,8 @@ def take_range(a, start, stop, axis, step=1):
     return S.slice(a, starts, limits, strides)
 
 
-def broadcast_to(a, shape):
-    a = as_operand(a)
+def broadcast_to(array, shape):
+    a = as_operand(array)
     shape = tuple(shape)
     if tuple(a.shape) == shape:
         return a
@@ -363,14 +380,14 @@ def broadcast_shapes(*shapes):
     return np.broadcast_shapes(*shapes)
 
 
-def broadcast_arrays(*arrays):
-    arrays = [as_operand(a) for a in arrays]
+def broadcast_arrays(*args):
+    arrays = [as_operand(a) for a in args]
     shape = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     return [broadcast_to(a, shape) for a in arrays]
 
 
-def tile(a, reps):
-    a = as_operand(a)
+def tile(A, reps):
+    a = as_operand(A)
     reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
     ndim = builtins.max(a.ndim, len(reps))
     reps = (1,) * (ndim - len(reps)) + reps
@@ -383,18 +400,18 @@ def tile(a, reps):
     return reshape(expanded, tuple(r * n for r, n in zip(reps, a.shape)))
 
 
-def flip(a, axis=None):
-    a = as_operand(a)
+def flip(m, axis=None):
+    a = as_operand(m)
     axes = normalize_axes(axis, a.ndim)
     return S.rev(a, axes) if axes else a
 
 
-def fliplr(a):
-    return flip(a, 1)
+def fliplr(m):
+    return flip(m, 1)
 
 
-def flipud(a):
-    return flip(a, 0)
+def flipud(m):
+    return flip(m, 0)
 
 
 def roll(a, shift, axis=None):
