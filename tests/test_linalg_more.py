@@ -13,6 +13,7 @@ import fnad.numpy as jnp
 import fnad.scipy.linalg as fsl
 from fnad.errors import ShapeError, DTypeError, GradientError
 from fnad.primitives import decompositions as D
+from fnad.primitives import nonsymmetric as N
 from fnad.test_util import check_grads
 
 rng = np.random.default_rng(7)
@@ -369,6 +370,86 @@ def test_matrix_equations_by_definition():
         np.linalg.eigvalsh(full)[1:3], rtol=1e-12)
 
 
+def _spectrum(w):
+    """Eigenvalues in an order rounding cannot change (conjugate pairs' real parts
+    differ in the last bits)."""
+    w = np.asarray(w)
+    return np.sort_complex(np.round(w.real, 7) + 1j * np.round(w.imag, 7))
+
+
+def _quasi_triangular(t):
+    sub = np.diagonal(t, -1, -2, -1)
+    return (np.allclose(np.tril(t, -2), 0)
+            and (((sub[..., :-1] == 0) | (sub[..., 1:] == 0)).all()))
+
+
+@pytest.mark.parametrize("a", [
+    rng.standard_normal((3, 6, 6)),
+    rng.standard_normal((1, 20, 20)),
+    np.eye(5)[[1, 2, 3, 4, 0]],                     # a cycle: every shift is exceptional
+    np.triu(rng.standard_normal((4, 4))),
+    np.zeros((3, 3)),
+    np.array([[0., 1.], [-1., 0.]]),
+    np.ones((4, 4))], ids=["batch", "20x20", "cycle", "triangular", "zero", "rotation",
+                           "rank one"])
+def test_schur_hessenberg_sqrtm_by_definition(a):
+    eye = np.eye(a.shape[-1])
+    h, q = (np.asarray(x) for x in fsl.hessenberg(a, calc_q=True))
+    np.testing.assert_allclose(q @ h @ np.swapaxes(q, -1, -2), a, atol=1e-12)
+    np.testing.assert_allclose(np.swapaxes(q, -1, -2) @ q, np.broadcast_to(eye, a.shape),
+                               atol=1e-12)
+    np.testing.assert_array_equal(np.tril(h, -2), 0)
+    t, z = (np.asarray(x) for x in fsl.schur(a))
+    np.testing.assert_allclose(z @ t @ np.swapaxes(z, -1, -2), a, atol=1e-11)
+    np.testing.assert_allclose(np.swapaxes(z, -1, -2) @ z, np.broadcast_to(eye, a.shape),
+                               atol=1e-12)
+    assert _quasi_triangular(t)
+    want = _spectrum(np.linalg.eigvals(a))
+    np.testing.assert_allclose(_spectrum(np.linalg.eigvals(t)), want, atol=1e-6)
+    ct, cz = (np.asarray(x) for x in fsl.schur(a, output="complex"))
+    assert ct.dtype == cz.dtype == np.complex128
+    np.testing.assert_allclose(cz @ ct @ np.conj(np.swapaxes(cz, -1, -2)), a, atol=1e-11)
+    np.testing.assert_array_equal(np.tril(ct, -1), 0)
+    np.testing.assert_allclose(_spectrum(np.diagonal(ct, 0, -2, -1)), want, atol=1e-6)
+    rt, rz = fsl.rsf2csf(t, z)
+    np.testing.assert_allclose(np.asarray(rt), ct, atol=1e-12)
+    if a.shape == (4, 4) and not a.any():
+        return
+    root = np.asarray(fsl.sqrtm(a @ np.swapaxes(a, -1, -2) + eye))     # positive definite
+    spd = a @ np.swapaxes(a, -1, -2) + eye
+    np.testing.assert_allclose(root @ root, spd, atol=1e-9)
+    np.testing.assert_allclose(root.imag, 0, atol=1e-9)
+    w, v = np.linalg.eigh(spd)
+    np.testing.assert_allclose(root.real, (v * np.sqrt(w)[..., None, :])
+                               @ np.swapaxes(v, -1, -2), atol=1e-9)
+
+
+def test_sqrtm_of_a_general_matrix():
+    a = rng.standard_normal((2, 4, 4))
+    root = np.asarray(fsl.sqrtm(a))
+    assert root.dtype == np.complex128
+    np.testing.assert_allclose(root @ root, a, atol=1e-10)
+    # principal: eigenvalues in the right half plane
+    assert (np.linalg.eigvals(root).real >= -1e-12).all()
+    np.testing.assert_allclose(fsl.sqrtm(np.zeros((2, 2))), 0)
+    rot = np.array([[0., -1.], [1., 0.]])            # 90 degrees: its root turns 45
+    np.testing.assert_allclose(fsl.sqrtm(rot), [[0.5 ** 0.5, -0.5 ** 0.5],
+                                                [0.5 ** 0.5, 0.5 ** 0.5]], atol=1e-12)
+    assert fsl.sqrtm(a.astype(np.float32)).dtype == np.complex64
+    np.testing.assert_allclose(np.asarray(fnad.jit(fsl.sqrtm)(a)), root, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(fnad.vmap(fsl.sqrtm)(a)), root, atol=1e-12)
+    with pytest.raises(GradientError, match="sqrtm"):
+        fnad.grad(lambda x: fsl.sqrtm(x).real.sum())(a[0])
+    with pytest.raises(GradientError, match="schur"):
+        fnad.grad(lambda x: fsl.schur(x)[0].sum())(a[0])
+    with pytest.raises(DTypeError, match="float32 or float64"):
+        N.schur_p.bind(a.astype(np.complex128), output="real")
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    np.testing.assert_allclose(root[0], scipy_linalg.sqrtm(a[0]), atol=1e-10)
+    np.testing.assert_allclose(fsl.hessenberg(a[0]), scipy_linalg.hessenberg(a[0]),
+                               atol=1e-12)
+
+
 # --------------------------------------------------------------------------- derivatives
 
 def svd_invariants(x):
@@ -605,6 +686,9 @@ def test_cuda_decompositions_match_the_cpu():
     cuda_util.check_primitive(D.eigh_p, symmetric(2, 3, 3), lower=True)
     cuda_util.check_primitive(D.lu_pivots_to_permutation_p, np.array([[2, 2, 2]], np.int32),
                               permutation_size=4)
+    square = rng.standard_normal((2, 4, 4))
+    cuda_util.check_primitive(N.hessenberg_p, square)
+    cuda_util.check_primitive(N.schur_p, square, output="real")
 
 
 def test_decompositions_inside_a_compiled_loop():
@@ -617,4 +701,5 @@ def test_decompositions_inside_a_compiled_loop():
     carry, ws = fnad.jit(lambda c: fnad.lax.scan(body, c, None, length=3))(np.zeros((3, 3)))
     np.testing.assert_allclose(carry, np.full((3, 3), 3.0))
     for i in range(3):
-        np.testing.assert_allclose(ws[i], np.linalg.eigvalsh(a @ a.T + i), rtol=1e-12)
+        want = np.linalg.eigvalsh(a @ a.T + i)
+        np.testing.assert_allclose(ws[i], want, rtol=1e-12, atol=1e-13 * want[-1])

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import ShapeError, DTypeError
 from ..primitives import linalg as L
 from ..primitives import decompositions as D
+from ..primitives import nonsymmetric as N
 from ..transforms.custom import custom_jvp
 from ..primitives import shape as S
 from ._core import as_operand, promote, promote_inexact, normalize_axis
@@ -285,7 +286,7 @@ def eig(a):
     a = _square("eig", as_operand(a))
     if a.dtype.kind != "c":
         a, = _as_matrices("eig", a)
-    w, v = D.eig(a, compute_left_eigenvectors=False)
+    w, v = N.eig(a, compute_left_eigenvectors=False)
     return EigResult(w, v)
 
 
@@ -294,7 +295,7 @@ def eigvals(a):
     a = _square("eigvals", as_operand(a))
     if a.dtype.kind != "c":
         a, = _as_matrices("eigvals", a)
-    w, = D.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
+    w, = N.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
     return w
 
 

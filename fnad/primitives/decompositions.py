@@ -1,10 +1,10 @@
-"""Matrix decompositions: eigh, svd, qr, lu (with lu_pivots_to_permutation) and eig.
+"""Matrix decompositions: eigh, svd, qr, lu (with lu_pivots_to_permutation).
 
 Like the rest of linear algebra (linalg.py, whose kit they use), each acts on the last
 two axes and maps over the leading ones, and its derivative rules are written with
 primitives, so they differentiate again. Each section states its JVP and the
-transpose the VJP implements, with a reference. eig (a general matrix, complex
-results) has no derivative rule.
+transpose the VJP implements, with a reference. (eig and the Schur form of a general
+matrix, which have none, are in nonsymmetric.py.)
 """
 import numpy as np
 
@@ -15,7 +15,7 @@ from . import shape as S
 from .reduce import reduce_sum
 from .elementwise import add_p, sub_p, mul_p, div_p, eq_p
 from .structural import convert_element_type_p
-from .linalg import (FLOATS, checked, check_matrices, check_square, leading, masked, mm, mT,
+from .linalg import (checked, check_matrices, check_square, leading, masked, mm, mT,
                      tril, triangular_solve_p)
 
 
@@ -478,69 +478,3 @@ def lu_pivots_to_permutation(pivots, permutation_size):
     """The permutation the row swaps `pivots` (as lu gives them) make of
     range(permutation_size): integers, with no derivative."""
     return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
-
-
-# --------------------------------------------------------------------------- eig
-#
-# The eigendecomposition of a general square matrix: complex eigenvalues w and right
-# eigenvectors (columns of vr, A vr = vr diag(w)), left ones (columns of vl,
-# vl^H A = diag(w) vl^H) on request; always complex, as in JAX. vr is numpy's (LAPACK
-# geev's); each column of vl has unit norm and its largest entry real and positive
-# (eigenvectors are unique only up to such a phase, which LAPACK fixes its own way). No
-# derivative: that of w alone needs complex cotangents of a real input, and those of
-# the vectors are not unique (JAX defines neither for the vectors).
-
-_EIG_INPUTS = FLOATS + (np.dtype(np.complex64), np.dtype(np.complex128))
-
-
-def _complex_of(dtype):
-    """float32, complex64 -> complex64; float64, complex128 -> complex128"""
-    wide = np.dtype(dtype) in (np.dtype(np.float64), np.dtype(np.complex128))
-    return np.dtype(np.complex128 if wide else np.complex64)
-
-
-def _eig_shape(a, compute_left_eigenvectors, compute_right_eigenvectors):
-    if a.dtype not in _EIG_INPUTS:
-        raise DTypeError(f"eig: a must be float32, float64, complex64 or complex128, got {a}")
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise ShapeError(f"eig: a must be square in its last two axes, got shape "
-                         f"{tuple(a.shape)}")
-    out = _complex_of(a.dtype)
-    shapes = [a.shape[:-1]] + [a.shape] * (compute_left_eigenvectors +
-                                          compute_right_eigenvectors)
-    return [ShapedArray(tuple(s), out) for s in shapes]
-
-
-def _unit_columns(v):
-    """Each column scaled to norm 1 and rotated so that its largest entry is real."""
-    v = v / np.linalg.norm(v, axis=-2, keepdims=True)
-    big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
-    return v * (np.conj(big) / np.abs(big))
-
-
-def _eig_impl(a, compute_left_eigenvectors, compute_right_eigenvectors):
-    out = _complex_of(a.dtype)
-    w, vr = np.linalg.eig(a)
-    results = [w.astype(out)]
-    if compute_left_eigenvectors:
-        # The rows of vr^-1 are the left eigenvectors (conjugated), for each w in order.
-        vl = np.conj(np.swapaxes(np.linalg.inv(vr), -1, -2))
-        results.append(_unit_columns(vl).astype(out))
-    if compute_right_eigenvectors:
-        results.append(vr.astype(out))
-    return results
-
-
-def _no_eig_derivative(*args, **params):
-    raise GradientError("eig: fnad differentiates no eigendecomposition of a general "
-                        "matrix; for a symmetric one use eigh, whose derivatives exist")
-
-
-eig_p = leading("eig", abstract_eval=_eig_shape, impl=checked(_eig_shape, _eig_impl),
-                 jvp=_no_eig_derivative, vjp=_no_eig_derivative, multiple_results=True)
-
-
-def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
-    """lax.linalg.eig: [w, vl, vr] (the requested ones) of a general square x, complex."""
-    return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
-                      compute_right_eigenvectors=bool(compute_right_eigenvectors))

@@ -15,6 +15,7 @@ from ..array import Array
 from ..errors import ShapeError
 from ..primitives import linalg as L
 from ..primitives import decompositions as D
+from ..primitives import nonsymmetric as N
 from ..lax import stop_gradient
 from ..numpy import linalg as nla
 from .. import numpy as jnp
@@ -28,7 +29,7 @@ __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "lu", "lu_
            "eigh", "eigh_tridiagonal", "svd", "qr", "qr_multiply", "polar", "block_diag",
            "toeplitz", "hankel", "circulant", "companion", "fiedler", "fiedler_companion",
            "leslie", "convolution_matrix", "dft", "hadamard", "helmert", "hilbert",
-           "invhilbert", "pascal", "invpascal"]
+           "invhilbert", "pascal", "invpascal", "schur", "rsf2csf", "hessenberg", "sqrtm"]
 
 
 def _floats(name, *arrays):
@@ -318,6 +319,37 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
         lo, hi = select_range
         w, v = w[lo:hi + 1], v[:, lo:hi + 1]
     return w if eigvals_only else (w, v)
+
+
+# --------------------------------------------------------------------------- general matrices
+# (no derivatives: see fnad.primitives.nonsymmetric)
+
+def schur(a, output="real"):
+    """(T, Z) with a = Z T Z^T: T quasi upper triangular (output 'real', 2x2 blocks for
+    complex conjugate eigenvalues) or upper triangular and complex ('complex')."""
+    a, = _floats("schur", a)
+    return N.schur(_matrix("schur", a), output=output)
+
+
+def rsf2csf(T, Z, check_finite=True):  # noqa: N803 (scipy's names)
+    """The complex Schur form (T, Z) of a real one."""
+    T, Z = _floats("rsf2csf", T, Z)
+    return N.rsf2csf(T, Z)
+
+
+def hessenberg(a, calc_q=False, overwrite_a=False, check_finite=True):
+    """H (and Q with calc_q) with a = Q H Q^T, H upper Hessenberg."""
+    a, = _floats("hessenberg", a)
+    h, q = N.hessenberg(_matrix("hessenberg", a))
+    return (h, q) if calc_q else h
+
+
+def sqrtm(A, blocksize=1):  # noqa: N803 (scipy's name)
+    """The principal square root X (X @ X = A) of a real square matrix, complex as in
+    JAX, by the Schur method (Bjorck & Hammarling 1983). blocksize is scipy's tuning
+    knob and changes nothing here."""
+    A, = _floats("sqrtm", A)
+    return N.sqrtm(_matrix("sqrtm", A))
 
 
 # --------------------------------------------------------------------------- the rest

@@ -16,6 +16,7 @@ from .runtime import launch
 from .shape import copy, flat, size
 from ...primitives import linalg as L
 from ...primitives import decompositions as D
+from ...primitives import nonsymmetric as N
 
 cuda = runtime.cuda()
 
@@ -242,7 +243,7 @@ def _slogdet(a):
 
 # --------------------------------------------------------------------------- decompositions
 #
-# eigh, svd, qr, lu, lu_pivots_to_permutation and eig run on the host: a one-thread-per-matrix Jacobi or Householder
+# The decompositions (decompositions.py, nonsymmetric.py) run on the host: a one-thread-per-matrix Jacobi or Householder
 # kernel would be slower than LAPACK on the host for all but huge batches of tiny
 # matrices, and its rounding (signs of singular vectors, pivot choices on ties) would
 # differ from the cpu's, so cpu and GPU results could disagree beyond rounding. The
@@ -257,5 +258,6 @@ def _on_host(prim):
     return run
 
 
-for _prim in (D.eigh_p, D.svd_p, D.qr_p, D.lu_p, D.lu_pivots_to_permutation_p, D.eig_p):
+for _prim in (D.eigh_p, D.svd_p, D.qr_p, D.lu_p, D.lu_pivots_to_permutation_p, N.eig_p,
+              N.hessenberg_p, N.schur_p, N.rsf2csf_p, N.sqrtm_p):
     implements(_prim, complex_ok=True)(_on_host(_prim))      # numpy's kernels
