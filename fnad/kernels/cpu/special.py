@@ -231,12 +231,70 @@ def ndtri64(p):
     return SQRT2 * _erfc_inverse(2.0 * (1.0 - p))
 
 
+# ----------------------------------------------------------------------- large-argument prefactors
+# The incomplete gamma and beta functions carry factors like x^a e^-x / Gamma(a), whose
+# logs are differences of terms of size a: for a = 1e7 the plain difference has lost
+# eight digits. Written with Stirling's series around x = a (and x = a / (a + b)), the
+# large terms cancel analytically.
+
+@numba.njit(cache=True)
+def _log1pmx(ratio, t):
+    """log(1 + t) - t, given t and the ratio 1 + t each to full relative precision
+    (1 + t formed from t would lose t's digits when t is near -1)."""
+    if abs(t) > 0.5:
+        return math.log(ratio) - t
+    # -t^2/2 + t^3/3 - ...
+    power = t * t
+    total = 0.0
+    for k in range(2, 200):
+        term = power / k
+        total += -term if k % 2 == 0 else term
+        if abs(term) < EPS * abs(total):
+            break
+        power *= t
+    return total
+
+
+@numba.njit(cache=True)
+def _stirling_correction(a):
+    """lgamma(a) - ((a - 1/2) log a - a + log(2 pi) / 2), for a >= 10 (error < 2e-14)."""
+    inv = 1.0 / a
+    inv2 = inv * inv
+    return inv * (1 / 12 - inv2 * (1 / 360 - inv2 * (1 / 1260 - inv2 * (1 / 1680
+                                                                         - inv2 / 1188))))
+
+
+@numba.njit(cache=True)
+def _log_gamma_front(a, x):
+    """log(x^a e^-x / Gamma(a))."""
+    if a < 10.0:
+        return a * math.log(x) - x - math.lgamma(a)
+    return (a * _log1pmx(x / a, (x - a) / a) + 0.5 * math.log(a / (2 * math.pi))
+            - _stirling_correction(a))
+
+
+@numba.njit(cache=True)
+def _log_beta_front(a, b, x):
+    """log(x^a (1 - x)^b / B(a, b))."""
+    if a < 10.0 or b < 10.0:
+        return (a * math.log(x) + b * math.log1p(-x)
+                - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
+    # a log(x / x0) + b log((1 - x) / (1 - x0)) around x0 = a / (a + b), where the
+    # linear terms cancel
+    x0 = a / (a + b)
+    d = x - x0
+    return (a * _log1pmx(x / x0, d / x0)
+            + b * _log1pmx((1.0 - x) / (1.0 - x0), -d / (1.0 - x0))
+            + 0.5 * math.log(a * b / ((a + b) * 2 * math.pi))
+            + _stirling_correction(a + b) - _stirling_correction(a) - _stirling_correction(b))
+
+
 # --------------------------------------------------------------------------- incomplete gamma
 
 @numba.njit(cache=True)
 def _gamma_series(a, x):
-    """P(a, x) by its power series, and dP/da: P = exp(L) S with L = a log x - x -
-    lgamma(a + 1), S = sum_k prod_{j<=k} x / (a + j)."""
+    """P(a, x) by its power series, and dP/da: P = x^a e^-x / Gamma(a + 1) S with
+    S = sum_k prod_{j<=k} x / (a + j)."""
     term, total = 1.0, 1.0
     dterm, dtotal = 0.0, 0.0            # d/da of the term and the sum
     harmonic = 0.0                      # sum_{j<=k} 1 / (a + j)
@@ -248,8 +306,7 @@ def _gamma_series(a, x):
         dtotal += dterm
         if term < EPS * total and abs(dterm) < EPS * abs(dtotal) + EPS * EPS:
             break
-    log_front = a * math.log(x) - x - math.lgamma(a + 1.0)
-    front = math.exp(log_front)
+    front = math.exp(_log_gamma_front(a, x)) / a       # x^a e^-x / Gamma(a + 1)
     dlog_front = math.log(x) - digamma64(a + 1.0)
     return front * total, front * (total * dlog_front + dtotal)
 
@@ -283,8 +340,7 @@ def _gamma_fraction(a, x):
         h *= delta
         if abs(delta - 1.0) < EPS and abs(ddelta) < EPS:
             break
-    log_front = a * math.log(x) - x - math.lgamma(a)
-    front = math.exp(log_front)
+    front = math.exp(_log_gamma_front(a, x))
     dlog_front = math.log(x) - digamma64(a)
     return front * h, front * (h * dlog_front + dh)
 
@@ -372,9 +428,7 @@ def _beta_fraction(a, b, x):
         h *= delta
         if abs(delta - 1.0) < EPS:
             break
-    log_front = (a * math.log(x) + b * math.log1p(-x)
-                 - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
-    return math.exp(log_front) * h / a
+    return math.exp(_log_beta_front(a, b, x)) * h / a
 
 
 @numba.njit(cache=True)
