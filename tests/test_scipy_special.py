@@ -130,6 +130,23 @@ def test_exponential_integrals():
         fs.bernoulli(2.5)
 
 
+def test_spence_identities():
+    # spence(x) = Li2(1 - x): Li2(1) = pi^2/6, Li2(1/2) = pi^2/12 - log(2)^2/2,
+    # Li2(-1) = -pi^2/12, and Euler's reflection Li2(z) + Li2(1 - z) = pi^2/6 - log z log(1-z)
+    pi2 = math.pi ** 2
+    np.testing.assert_allclose(fs.spence(arr(0.0, 0.5, 2.0, 1.0)),
+                               [pi2 / 6, pi2 / 12 - math.log(2) ** 2 / 2, -pi2 / 12, 0],
+                               rtol=1e-15, atol=1e-300)
+    z = arr(0.01, 0.2, 0.45, 0.7, 0.93)
+    np.testing.assert_allclose(np.asarray(fs.spence(1 - z)) + np.asarray(fs.spence(z)),
+                               pi2 / 6 - np.log(z) * np.log1p(-z), rtol=1e-14)
+    # inversion: Li2(z) + Li2(1/z) = -pi^2/6 - log(-z)^2/2 for z < 0
+    x = arr(2.5, 4.0, 30.0, 1e6)
+    np.testing.assert_allclose(np.asarray(fs.spence(x)) + np.asarray(fs.spence(1 - 1 / (1 - x))),
+                               -pi2 / 6 - np.log(x - 1) ** 2 / 2, rtol=1e-14)
+    np.testing.assert_array_equal(fs.spence(arr(-1.0, np.nan)), [np.nan, np.nan])
+
+
 def test_bessel_against_numpy_i0():
     x = arr(-60.0, -3.0, -0.0, 0.2, 1.0, 24.0, 26.0, 700.0)
     np.testing.assert_allclose(fs.i0(x[1:-1]), np.i0(x[1:-1]), rtol=1e-14)
@@ -199,7 +216,7 @@ def test_domain_edges():
 
 UNARY = ["gammaln", "digamma", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr",
          "i0e", "i1e", "i0", "i1", "gammasgn", "gamma", "loggamma", "entr", "expit", "exp1",
-         "expi"]
+         "expi", "spence"]
 
 
 def _unary_domain(name, rng):
@@ -314,7 +331,7 @@ DERIVATIVES = {
     "poch": lambda x: fs.poch(x, 2.5), "xlogy": lambda x: fs.xlogy(x - 1, x),
     "boxcox": lambda x: fs.boxcox(x, x - 1.7),
     "exp1": fs.exp1, "expi": lambda x: fs.expi(x - 1), "expn0": lambda x: fs.expn(0.0, x),
-    "expn3": lambda x: fs.expn(3.0, x),
+    "expn3": lambda x: fs.expn(3.0, x), "spence": lambda x: fs.spence(2 * x),
 }
 
 

@@ -68,6 +68,16 @@ exp1_p = unary("exp1", kernels.exp1, lambda x, y: -exp_p.bind(-x) / x, _scalar("
 expi_p = unary("expi", kernels.expi, lambda x, y: exp_p.bind(x) / x, _scalar("expi", 1))
 
 
+def _spence_deriv(x, y):
+    # d/dx int_1^x log t / (1 - t) dt = log x / (1 - x), whose limit at x = 1 is -1
+    one = x == 1
+    safe = select_p.bind(one, 2 + 0 * x, x)
+    return select_p.bind(one, -1 + 0 * x, log_p.bind(safe) / (1 - safe))
+
+
+spence_p = unary("spence", kernels.spence, _spence_deriv, _scalar("spence", 1))
+
+
 # --------------------------------------------------------------------------- several operands
 
 def special_primitive(name, impl, partials, arity):

@@ -308,6 +308,12 @@ def expn(n, x):
     return S.expn_p.bind(n, x)
 
 
+def spence(x):
+    """The dilogarithm as scipy defines it: int_1^x log t / (1 - t) dt (x >= 0)."""
+    x, = promote_inexact(x)
+    return S.spence_p.bind(x)
+
+
 def bernoulli(n):
     """The Bernoulli numbers B_0 ... B_n (B_1 = -1/2), as float64 computed exactly with
     fractions (n a static int)."""
@@ -396,5 +402,5 @@ __all__ = ["gammaln", "gammasgn", "gamma", "loggamma", "digamma", "psi", "polyga
            "multigammaln", "betaln", "beta", "betainc", "gammainc", "gammaincc", "factorial",
            "comb", "poch", "zeta", "erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri",
            "log_ndtr", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "boxcox",
-           "boxcox1p", "i0", "i0e", "i1", "i1e", "exp1", "expi", "expn", "bernoulli",
+           "boxcox1p", "i0", "i0e", "i1", "i1e", "exp1", "expi", "expn", "bernoulli", "spence",
            "logsumexp", "expit", "logit", "softmax", "log_softmax"]

@@ -553,6 +553,48 @@ def expi64(x):
     return math.exp(x) / x * total
 
 
+# --------------------------------------------------------------------------- dilogarithm
+
+@numba.njit(cache=True)
+def _li2_series(z):
+    """Li2(z) = sum z^k / k^2 for |z| <= 1/2."""
+    term, total = z, z
+    for k in range(2, 200):
+        term *= z
+        add = term / (k * k)
+        total += add
+        if abs(add) <= EPS * abs(total):
+            break
+    return total
+
+
+@numba.njit(cache=True)
+def spence64(x):
+    """scipy's spence: int_1^x log t / (1 - t) dt = Li2(1 - x), for x >= 0. Each range of
+    x maps 1 - x into |z| <= 1/2 by the reflection, Landen or inversion identity of Li2,
+    with the logs taken from x itself (exact where 1 - x would round)."""
+    if x != x or x < 0:
+        return math.nan
+    pi2_6 = math.pi * math.pi / 6
+    if x == math.inf:
+        return math.nan         # scipy's (the limit is -inf)
+    if x <= 0.5:        # reflection: Li2(z) = pi^2/6 - log z log(1 - z) - Li2(1 - z)
+        if x == 0:
+            return pi2_6
+        return pi2_6 - math.log1p(-x) * math.log(x) - _li2_series(x)
+    if x <= 1.5:
+        return _li2_series(1.0 - x)
+    if x <= 2.0:        # Landen: Li2(z) = -Li2(z / (z - 1)) - log(1 - z)^2 / 2
+        return -_li2_series((x - 1.0) / x) - 0.5 * math.log(x) ** 2
+    # inversion: Li2(z) = -pi^2/6 - log(-z)^2 / 2 - Li2(1/z), 1/z = -1 / (x - 1)
+    log_minus_z = math.log(x - 1.0)
+    if x >= 3.0:
+        inverse = _li2_series(-1.0 / (x - 1.0))
+    else:               # Landen again, on 1/z
+        inverse = -_li2_series(1.0 / x) - 0.5 * math.log(x / (x - 1.0)) ** 2
+    return -pi2_6 - 0.5 * log_minus_z * log_minus_z - inverse
+
+
 # --------------------------------------------------------------------------- Bessel
 
 @numba.njit(cache=True)
@@ -665,6 +707,7 @@ betainc_scalar = _typed3(betainc64)
 exp1_scalar = _typed1(exp1_64)
 expi_scalar = _typed1(expi64)
 expn_scalar = _typed2(expn64)
+spence_scalar = _typed1(spence64)
 
 
 # --------------------------------------------------------------------------- numpy kernels
@@ -756,6 +799,11 @@ def _expn(n, x):
     return expn_scalar(n, x)
 
 
+@numba.vectorize(cache=True)
+def _spence(x):
+    return spence_scalar(x)
+
+
 def _numpy_kernel(ufunc):
     def kernel(*args):
         dtype = args[0].dtype
@@ -787,3 +835,4 @@ betainc = _numpy_kernel(_betainc)
 exp1 = _numpy_kernel(_exp1)
 expi = _numpy_kernel(_expi)
 expn = _numpy_kernel(_expn)
+spence = _numpy_kernel(_spence)
