@@ -74,6 +74,11 @@ NUMPY_SHAPES = [
     call("numpy", fnp, "insert", [("block", [D((3, 4)), D((3, 2))])], SHAPES, label="block",
          adapt=lambda lib: (lambda a, v: lib.insert(a, 2, v.T, axis=1))),
     # finite differences would move the zeros: the gradient is tested in test_numpy_shapes_more
+    # counts as an argument: traced under jit and vmap, so the length is given
+    call("numpy", fnp, "repeat", [("counts", [D((4, 2)), fixed(np.array([1, 0, 3, 1]))])],
+         SHAPES, label="total_repeat_length",
+         adapt=lambda lib: (lambda a, r: lib.repeat(a, r, axis=0, total_repeat_length=6)),
+         ref=lambda a, r: np.concatenate([np.repeat(a, r, axis=0), a[-1:]])),
     call("numpy", fnp, "trim_zeros", [("padded", [PADDED])], NUM, **STATIC),
     call("numpy", fnp, "trim_zeros", [("padded", [PADDED])], NUM, pos=("b",), label="back",
          **STATIC),

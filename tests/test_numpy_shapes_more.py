@@ -321,3 +321,18 @@ def test_bit_packing_errors():
         fnp.packbits(np.array([True]), bitorder="middle")
     with pytest.raises(ValueError, match="2 or 3"):
         fnp.cross(np.ones(4), np.ones(3))
+
+
+def test_repeat_with_traced_counts_needs_total_repeat_length():
+    a = np.arange(4.0)
+    counts = np.array([1, 0, 2, 1])
+    with pytest.raises(ConcretizationError, match="total_repeat_length"):
+        fnad.jit(lambda r: fnp.repeat(a, r))(counts)
+    same(fnad.jit(lambda r: fnp.repeat(a, r, total_repeat_length=6))(counts),
+         np.array([0.0, 2.0, 2.0, 3.0, 3.0, 3.0]))     # short: the last entry repeats
+    same(fnad.jit(lambda r: fnp.repeat(a, r, total_repeat_length=2))(counts),
+         np.array([0.0, 2.0]))                          # long: cut
+    same(fnad.vmap(lambda r: fnp.repeat(a, r, total_repeat_length=3))(
+        np.array([[3, 0, 0, 0], [0, 0, 0, 1]])), np.array([[0.0, 0, 0], [3, 3, 3]]))
+    with pytest.raises(ValueError, match="non-negative"):
+        fnp.repeat(a, [1, -1, 0, 0])

@@ -28,6 +28,7 @@ from ..primitives import index as I
 from ..primitives import shape as S
 from ._core import as_operand, asarray, astype, normalize_axis
 from ._elementwise import clip, remainder, where
+from ._reductions import cumsum
 from ._nonzero import (argwhere, concrete_or_raise, concrete_value, flatnonzero,  # noqa: F401
                        index_arrays, nonzero)
 from ._shapes import broadcast_to, ravel, reshape, stack
@@ -461,10 +462,14 @@ def _index_like(indices):
     return concrete_value(indices)
 
 
-def take(a, indices, axis=None, mode=None, fill_value=None):
+def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
+         indices_are_sorted=False, fill_value=None):
     """numpy's take. mode: "raise" (default; numpy's IndexError when concrete,
     clamped when traced), "wrap", "clip" (numpy's: negative indices become 0), or
-    "fill" (JAX's: out-of-range reads give fill_value)."""
+    "fill" (JAX's: out-of-range reads give fill_value). unique_indices and
+    indices_are_sorted are JAX's hints; fnad's gather needs neither."""
+    if out is not None:
+        raise ValueError("take: out= is not supported; fnad arrays are immutable")
     a = as_operand(a)
     if axis is None:
         a, axis = ravel(a), 0
@@ -576,12 +581,19 @@ def ix_(*args):
     return tuple(Array(a) for a in np.ix_(*values))
 
 
-def repeat(a, repeats, axis=None):
+def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+    """Each entry of a along axis (of the flattened a for None) repeated `repeats`
+    times (an int, or one count per entry). total_repeat_length (JAX's) fixes the
+    result's length: longer results are cut, shorter ones repeat the last entry; it
+    is required when the counts are traced, as the length depends on them."""
     a = as_operand(a)
     if axis is None:
         a, axis = ravel(a), 0
     axis = normalize_axis(axis, a.ndim)
-    if isinstance(repeats, (int, np.integer)):
+    n = a.shape[axis]
+    if isinstance(repeats, (int, np.integer)) and total_repeat_length is None:
+        if repeats < 0:
+            raise ValueError(f"repeat: repeats must be non-negative, got {repeats}")
         # Broadcast a new axis after `axis` to `repeats` and merge the two.
         shape = list(a.shape)
         expanded_shape = shape[:axis + 1] + [int(repeats)] + shape[axis + 1:]
@@ -589,5 +601,34 @@ def repeat(a, repeats, axis=None):
         expanded = S.broadcast_in_dim(a, tuple(expanded_shape), dims)
         shape[axis] *= int(repeats)
         return reshape(expanded, shape)
-    repeats = np.asarray(repeats)
-    return take(a, np.repeat(np.arange(a.shape[axis]), repeats), axis=axis)
+    counts = concrete_value(repeats)
+    if counts is not None:
+        counts = np.broadcast_to(counts, (n,)) if counts.ndim == 0 else counts
+        if counts.shape != (n,):
+            raise ShapeError(f"repeat: {counts.size} repeat counts for an axis of length {n}")
+        if counts.size and counts.min() < 0:
+            raise ValueError(f"repeat: repeats must be non-negative, got {counts.min()}")
+        source = np.repeat(np.arange(n), counts)
+        if total_repeat_length is not None:
+            total = operator.index(total_repeat_length)
+            source = np.concatenate([source[:total], np.full(max(total - source.size, 0),
+                                                               max(n - 1, 0))])
+        return take(a, source, axis=axis)
+    if total_repeat_length is None:
+        raise ConcretizationError(
+            f"repeat: the counts {repeats.aval} are traced by {repeats._trace.name}, so the "
+            f"result's length is unknown; pass total_repeat_length=")
+    return take(a, _traced_repeat_source(repeats, n, operator.index(total_repeat_length)),
+                axis=axis)
+
+
+def _traced_repeat_source(counts, n, total):
+    """For traced counts: which entry each of the `total` output positions copies. A
+    one is added at each entry's starting position (its running total), and the
+    running sum of those marks numbers the entries."""
+    index_dtype = dtypes.index_dtype(max(n, total) + 1)
+    counts = astype(broadcast_to(counts, (n,)), index_dtype)
+    starts = cumsum(counts)
+    marks = IndexUpdateRef(Array(np.zeros(total, index_dtype)), starts[:n - 1]).add(
+        np.ones(max(n - 1, 0), index_dtype))
+    return clip(cumsum(marks), 0, max(n - 1, 0))
