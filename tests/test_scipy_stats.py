@@ -202,6 +202,25 @@ def test_more_distributions_closed_forms():
         stats.sem(a, nan_policy="omit")
 
 
+def test_rankdata():
+    a = np.array([[3.0, 1.0, 2.0, 2.0, 5.0], [0.0, 0.0, 0.0, 1.0, -1.0]])
+    expected = {"average": [[4, 1, 2.5, 2.5, 5], [3, 3, 3, 5, 1]],
+                "min": [[4, 1, 2, 2, 5], [2, 2, 2, 5, 1]],
+                "max": [[4, 1, 3, 3, 5], [4, 4, 4, 5, 1]],
+                "dense": [[3, 1, 2, 2, 4], [2, 2, 2, 3, 1]],
+                "ordinal": [[4, 1, 2, 3, 5], [2, 3, 4, 5, 1]]}
+    for method, ranks in expected.items():
+        np.testing.assert_array_equal(stats.rankdata(a, method, axis=1), ranks)
+        np.testing.assert_array_equal(stats.rankdata(a.T, method, axis=0), np.transpose(ranks))
+    np.testing.assert_array_equal(stats.rankdata(a[0]), [4, 1, 2.5, 2.5, 5])
+    # axis=None ranks the flattened array
+    np.testing.assert_array_equal(stats.rankdata(a, "min"), [9, 5, 7, 7, 10, 2, 2, 2, 5, 1])
+    assert np.isnan(np.asarray(stats.rankdata(np.array([[1.0, np.nan], [2.0, 1.0]]),
+                                              axis=1))[0]).all()
+    with pytest.raises(ValueError, match="method"):
+        stats.rankdata(a, "first")
+
+
 def test_truncnorm_far_tail():
     # [30, 32] standard deviations out: the mass there is about phi(30) / 30
     x = np.array([29.0, 30.0, 30.5, 31.0, 33.0])
