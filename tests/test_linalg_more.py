@@ -450,6 +450,24 @@ def test_sqrtm_of_a_general_matrix():
                                atol=1e-12)
 
 
+def test_funm_by_its_functions():
+    a = rng.standard_normal((4, 4)) * 0.5
+    np.testing.assert_allclose(np.asarray(fsl.funm(a, jnp.exp)), fsl.expm(a), atol=1e-12)
+    s, err = fsl.funm(a, jnp.sin, disp=False)
+    c = np.asarray(fsl.funm(a, jnp.cos))
+    s = np.asarray(s)
+    np.testing.assert_allclose(s @ s + c @ c, np.eye(4), atol=1e-11)   # sin^2 + cos^2 = 1
+    assert 0 < float(err) < 1e-10
+    root = np.asarray(fsl.funm(a @ a.T + np.eye(4), jnp.sqrt))
+    np.testing.assert_allclose(root @ root, a @ a.T + np.eye(4), atol=1e-11)
+    np.testing.assert_allclose(np.asarray(fsl.funm(np.eye(3), jnp.exp)), np.e * np.eye(3))
+    # a Jordan block: Parlett's recurrence cannot tell, and says so
+    _, err = fsl.funm(np.array([[1., 1.], [0., 1.]]), jnp.exp, disp=False)
+    assert float(err) == 1
+    np.testing.assert_allclose(np.asarray(fnad.jit(lambda x: fsl.funm(x, jnp.exp))(a)),
+                               fsl.expm(a), atol=1e-12)
+
+
 # --------------------------------------------------------------------------- derivatives
 
 def svd_invariants(x):

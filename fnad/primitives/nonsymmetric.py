@@ -1,5 +1,6 @@
 """The spectral decompositions of a general (nonsymmetric) matrix: eig, the
-Hessenberg and Schur forms, rsf2csf, and sqrtm built on the complex Schur form.
+Hessenberg and Schur forms, rsf2csf, and on the complex Schur form sqrtm and the
+Parlett recurrence scipy's funm uses.
 
 None has a derivative rule, as in JAX: eigenvectors and Schur vectors are not unique
 (any phase, any order of the eigenvalues on T's diagonal), and the eigenvalues of a
@@ -119,11 +120,24 @@ def _sqrtm_shape(a):
     return [ShapedArray(a.shape, _complex_of(a.dtype))]
 
 
+def _parlett_shape(t, f_diagonal):
+    if t.dtype not in _COMPLEX or t.ndim < 2 or t.shape[-1] != t.shape[-2]:
+        raise DTypeError(f"parlett: t must be a complex square upper triangular matrix, "
+                         f"got {t}")
+    if f_diagonal.shape != t.shape[:-1]:
+        raise ShapeError(f"parlett: func of t's diagonal must keep its shape "
+                         f"{tuple(t.shape[:-1])}, got {tuple(f_diagonal.shape)}")
+    out = np.result_type(t.dtype, f_diagonal.dtype)
+    return [ShapedArray(t.shape, out),
+            ShapedArray(t.shape[:-2], np.finfo(out).dtype)]
+
+
 hessenberg_p = _forward_only("hessenberg", lambda a: _real_square("hessenberg", a),
                              kernels.hessenberg)
 schur_p = _forward_only("schur", _schur_shape, _schur_impl)
 rsf2csf_p = _forward_only("rsf2csf", _rsf2csf_shape, kernels.rsf2csf)
 sqrtm_p = _forward_only("sqrtm", _sqrtm_shape, lambda a: [kernels.sqrtm(a)])
+parlett_p = _forward_only("parlett", _parlett_shape, kernels.parlett)
 
 
 def hessenberg(x):
@@ -145,6 +159,13 @@ def rsf2csf(t, z):
     """The complex Schur form (t, z) of a real one."""
     t, z = rsf2csf_p.bind(t, z)
     return t, z
+
+
+def parlett(t, f_diagonal):
+    """(f(t), the smallest eigenvalue gap divided by) for an upper triangular t, from f
+    on t's diagonal (Parlett's recurrence)."""
+    f, gap = parlett_p.bind(t, f_diagonal)
+    return f, gap
 
 
 def sqrtm(x):

@@ -29,7 +29,8 @@ __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "lu", "lu_
            "eigh", "eigh_tridiagonal", "svd", "qr", "qr_multiply", "polar", "block_diag",
            "toeplitz", "hankel", "circulant", "companion", "fiedler", "fiedler_companion",
            "leslie", "convolution_matrix", "dft", "hadamard", "helmert", "hilbert",
-           "invhilbert", "pascal", "invpascal", "schur", "rsf2csf", "hessenberg", "sqrtm"]
+           "invhilbert", "pascal", "invpascal", "schur", "rsf2csf", "hessenberg", "sqrtm",
+           "funm"]
 
 
 def _floats(name, *arrays):
@@ -350,6 +351,28 @@ def sqrtm(A, blocksize=1):  # noqa: N803 (scipy's name)
     knob and changes nothing here."""
     A, = _floats("sqrtm", A)
     return N.sqrtm(_matrix("sqrtm", A))
+
+
+def funm(A, func, disp=True):  # noqa: N803 (scipy's name)
+    """func(A) for a real square A, func applied to the eigenvalues on the diagonal of
+    A's complex Schur form (an fnad function of an array), the rest by Parlett's
+    recurrence; complex as in JAX. With disp False, (F, errest), errest scipy's
+    estimate of the relative error: 1 where repeated eigenvalues in a nontrivial
+    Jordan block make the recurrence unreliable (scipy's and JAX's result there too)."""
+    A, = _floats("funm", A)
+    t, z = N.schur(_matrix("funm", A), output="complex")
+    diagonal = jnp.diagonal(t, axis1=-2, axis2=-1)
+    f, gap = N.parlett(t, jnp.asarray(func(diagonal)).astype(t.dtype))
+    f = jnp.matmul(jnp.matmul(z, f), jnp.conj(jnp.matrix_transpose(z)))
+    if disp:
+        return f
+    eps = float(np.finfo(gap.dtype).eps)
+    gap = jnp.where(gap == 0, eps, gap)
+    upper = jnp.abs(jnp.triu(t, 1))
+    estimate = jnp.minimum(1.0, jnp.maximum(eps, eps / gap * jnp.max(jnp.sum(upper, axis=-2),
+                                                                      axis=-1)))
+    blown = jnp.any(jnp.isinf(f), axis=(-2, -1))
+    return f, jnp.where(blown, np.inf, estimate).astype(gap.dtype)
 
 
 # --------------------------------------------------------------------------- the rest

@@ -259,5 +259,5 @@ def _on_host(prim):
 
 
 for _prim in (D.eigh_p, D.svd_p, D.qr_p, D.lu_p, D.lu_pivots_to_permutation_p, N.eig_p,
-              N.hessenberg_p, N.schur_p, N.rsf2csf_p, N.sqrtm_p):
+              N.hessenberg_p, N.schur_p, N.rsf2csf_p, N.sqrtm_p, N.parlett_p):
     implements(_prim, complex_ok=True)(_on_host(_prim))      # numpy's kernels

@@ -385,3 +385,27 @@ def sqrtm(a):
                     rb[i, j] = 0 if rest == 0 else rest / (rb[i, i] + rb[j, j])
         return z @ r @ np.conj(np.swapaxes(z, -1, -2))
 
+
+
+def parlett(t, f_diagonal):
+    """[f, smallest gap]: f = func(t) for upper triangular t, given func on t's diagonal,
+    by Parlett's recurrence superdiagonal by superdiagonal (Golub & Van Loan, alg.
+    11.1.1), and the smallest gap |t_jj - t_ii| met, for an error estimate."""
+    n = t.shape[-1]
+    f = np.zeros(t.shape, np.result_type(t, f_diagonal))
+    gap = np.full(t.shape[:-2], np.inf, np.finfo(f.dtype).dtype)
+    for index in np.ndindex(t.shape[:-2]):
+        tb, fb = t[index], f[index]
+        fb[np.arange(n), np.arange(n)] = f_diagonal[index]
+        for p in range(1, n):
+            for i in range(n - p):
+                j = i + p
+                s = (tb[i, j] * (fb[j, j] - fb[i, i]) + tb[i, i + 1:j] @ fb[i + 1:j, j]
+                     - fb[i, i + 1:j] @ tb[i + 1:j, j])
+                den = tb[j, j] - tb[i, i]
+                # Equal eigenvalues leave s undivided, as scipy and JAX do (exact for
+                # a diagonalizable block, where s is 0); the gap of 0 then makes
+                # funm's error estimate 1.
+                fb[i, j] = s / den if den != 0 else s
+                gap[index] = min(gap[index], abs(den))
+    return [f, gap]
