@@ -707,6 +707,9 @@ def test_cuda_decompositions_match_the_cpu():
     square = rng.standard_normal((2, 4, 4))
     cuda_util.check_primitive(N.hessenberg_p, square)
     cuda_util.check_primitive(N.schur_p, square, output="real")
+    cuda_util.check_primitive(N.eig_p, square, compute_left_eigenvectors=True,
+                              compute_right_eigenvectors=True)
+    cuda_util.check_primitive(N.sqrtm_p, square @ np.swapaxes(square, -1, -2))
 
 
 def test_decompositions_inside_a_compiled_loop():

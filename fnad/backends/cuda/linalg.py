@@ -243,9 +243,9 @@ def _slogdet(a):
 
 # --------------------------------------------------------------------------- decompositions
 #
-# The decompositions (decompositions.py, nonsymmetric.py) run on the host: a one-thread-per-matrix Jacobi or Householder
-# kernel would be slower than LAPACK on the host for all but huge batches of tiny
-# matrices, and its rounding (signs of singular vectors, pivot choices on ties) would
+# The decompositions (decompositions.py, nonsymmetric.py) run on the host: a
+# one-thread-per-matrix Jacobi or Householder kernel would be slower than LAPACK on the
+# host for all but huge batches of tiny matrices, and its rounding (signs of singular vectors, pivot choices on ties) would
 # differ from the cpu's, so cpu and GPU results could disagree beyond rounding. The
 # copies are explicit, per call, and the results come back to the operands' device.
 
