@@ -30,6 +30,8 @@ def _scalar(name, arity):
 # lgamma' = digamma
 lgamma_p = unary("lgamma", kernels.lgamma, lambda x, y: digamma_p.bind(x),
                  _scalar("lgamma", 1))
+# Gamma' = Gamma digamma
+gamma_p = unary("gamma", kernels.gamma, lambda x, y: y * digamma_p.bind(x), _scalar("gamma", 1))
 # digamma' = polygamma(1, .)
 digamma_p = unary("digamma", kernels.digamma,
                   lambda x, y: polygamma_p.bind(np.ones((), x.dtype), x),

@@ -40,6 +40,12 @@ def lgamma64(x):
 
 
 @numba.njit(cache=True)
+def gamma64(x):
+    # the C library's tgamma: poles, signs and overflow as scipy's gamma
+    return math.gamma(x)
+
+
+@numba.njit(cache=True)
 def digamma64(x):
     if x != x or x == -math.inf:
         return math.nan
@@ -691,6 +697,7 @@ def _typed3(f64):
 
 
 lgamma_scalar = _typed1(lgamma64)
+gamma_scalar = _typed1(gamma64)
 digamma_scalar = _typed1(digamma64)
 erf_inv_scalar = _typed1(erf_inv64)
 erfc_scalar = _typed1(erfc64)
@@ -717,6 +724,11 @@ spence_scalar = _typed1(spence64)
 @numba.vectorize(cache=True)
 def _lgamma(x):
     return lgamma_scalar(x)
+
+
+@numba.vectorize(cache=True)
+def _gamma(x):
+    return gamma_scalar(x)
 
 
 @numba.vectorize(cache=True)
@@ -819,6 +831,7 @@ def _numpy_kernel(ufunc):
 
 
 lgamma = _numpy_kernel(_lgamma)
+gamma = _numpy_kernel(_gamma)
 digamma = _numpy_kernel(_digamma)
 erf_inv = _numpy_kernel(_erf_inv)
 erfc = _numpy_kernel(_erfc)
