@@ -1,7 +1,9 @@
 """scipy.linalg over fnad's linear-algebra primitives, with JAX's jax.scipy.linalg
-signatures: factorizations and triangular solves batched over leading axes, and
-expm as a composite (scaling and squaring over a [13/13] Pade approximant), so all
-are differentiable, jittable and vmappable.
+signatures: factorizations and triangular solves batched over leading axes, expm as
+a composite (scaling and squaring over a [13/13] Pade approximant) and the matrix
+equations built on them, all differentiable, jittable and vmappable; the special
+matrices (_matrices.py); and the Schur-based functions of a general matrix (schur,
+hessenberg, rsf2csf, sqrtm, funm), which have no derivatives, as in JAX.
 
 scipy's overwrite_* and check_finite arguments are accepted for compatibility; fnad
 never overwrites its inputs and checks nothing extra. As in fnad.numpy.linalg, a
