@@ -488,3 +488,22 @@ def test_check_grads_on_complex_functions():
     for mode in ("fwd", "rev"):
         with pytest.raises(AssertionError):
             fnad.test_util.check_grads(wrong, (z,), order=1, modes=mode)
+
+
+def test_statistics_of_complex_values():
+    # numpy conjugates in cov and takes |x - mean|^2 in the variances (real results)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((2, 5)) + 1j * rng.standard_normal((2, 5))
+    a[1, 2] = complex(np.nan, 0)
+    clean = a.copy()
+    clean[1, 2] = 1 + 1j
+    A, C = fnp.asarray(a), fnp.asarray(clean)
+    for f, ref, x, xn in [(fnp.cov, np.cov, C, clean), (fnp.corrcoef, np.corrcoef, C, clean),
+                          (lambda x: fnp.nanvar(x, axis=1), lambda x: np.nanvar(x, axis=1),
+                           A, a),
+                          (lambda x: fnp.nanstd(x), np.nanstd, A, a)]:
+        _close(f(x), ref(xn))
+        _close(fnad.jit(f)(x), ref(xn))
+    for f in (fnp.fabs, fnp.signbit, fnp.isposinf, fnp.isneginf):
+        with pytest.raises(DTypeError, match="complex128"):
+            f(C)

@@ -340,8 +340,16 @@ def heaviside(x, h0):
     return where(x < 0, zero, where(x > 0, one, where(x == 0, h0, x)))
 
 
+def _refuse_complex(name, x):
+    """numpy's functions of the sign or the real line have no complex loop."""
+    if x.dtype.kind == "c":
+        raise DTypeError(f"{name} does not accept complex dtype {x.dtype} (operand of "
+                         f"shape {tuple(x.shape)}); apply it to real() or imag()")
+
+
 def signbit(x):
     x = as_operand(x)
+    _refuse_complex("signbit", x)
     if x.dtype.kind != "f":
         return x < 0
     # x < 0 misses -0.0; atan2(x, -1) is -pi for x = -0.0 and pi for +0.0.
@@ -371,8 +379,10 @@ pow = power  # noqa: A001
 
 
 def fabs(x):
-    """The absolute value as a float (numpy's fabs has no integer loop)."""
+    """The absolute value as a float (numpy's fabs has no integer loop, nor a complex
+    one)."""
     x, = promote_inexact(x)
+    _refuse_complex("fabs", x)
     return abs(x)
 
 
@@ -407,9 +417,11 @@ def float_power(x, y):
 
 def isposinf(x):
     x = as_operand(x)
+    _refuse_complex("isposinf", x)
     return x == np.inf if x.dtype.kind == "f" else x != x
 
 
 def isneginf(x):
     x = as_operand(x)
+    _refuse_complex("isneginf", x)
     return x == -np.inf if x.dtype.kind == "f" else x != x

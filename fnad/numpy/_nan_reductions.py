@@ -9,6 +9,8 @@ import numpy as np
 from ._arguments import refuse_out as _no_out
 from ._core import as_operand, astype, normalize_axes, promote_inexact
 from ._elementwise import isnan, sqrt, where
+from ._complex import conj, real
+from ..dtypes import real_dtype
 from . import _reductions as R
 
 __all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanargmax", "nanargmin", "nanmean",
@@ -23,7 +25,7 @@ def _moment_dtype(dtype):
 def _replaced(a, value):
     """a with its NaNs replaced by value (integers have none)."""
     a = as_operand(a)
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in "fc":
         return a, None
     nan = isnan(a)
     return where(nan, np.asarray(value, a.dtype), a), nan
@@ -110,10 +112,15 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     centered = a - nanmean(a, axis, keepdims=True)
     if nan is not None:     # the NaNs of a alone: inf - inf stays NaN, as in numpy
         centered = where(nan, np.zeros((), a.dtype), centered)
-    n = _count(a, nan, axis, keepdims, a.dtype) - np.asarray(ddof, a.dtype)
-    var = R.sum(centered * centered, axis, keepdims=keepdims) / n
+    if a.dtype.kind == "c":     # numpy's: the mean of |x - mean|^2, a real
+        squared = real(centered * conj(centered))
+        out_dtype = real_dtype(out_dtype)
+    else:
+        squared = centered * centered
+    n = _count(a, nan, axis, keepdims, squared.dtype) - np.asarray(ddof, squared.dtype)
+    var = R.sum(squared, axis, keepdims=keepdims) / n
     # no degrees of freedom left: NaN, as numpy's (not 0 / -1)
-    return astype(where(n > 0, var, np.asarray(np.nan, a.dtype)), out_dtype)
+    return astype(where(n > 0, var, np.asarray(np.nan, var.dtype)), out_dtype)
 
 
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):

@@ -13,6 +13,7 @@ from ._indexing import take_along_axis
 from ._products import diagonal, dot
 from ._arguments import refuse_out as _no_out
 from ._reductions import any as _any, mean, sum as _sum
+from ._complex import conj, real, imag
 from ._shapes import (atleast_2d, broadcast_to, concatenate, expand_dims, reshape,
                       squeeze, transpose)
 
@@ -196,7 +197,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         fact = where(fact > 0, fact, np.zeros((), x.dtype))
     centered = x - expand_dims(avg, 1)
     weighted = centered if w is None else centered * w
-    return squeeze(dot(centered, transpose(weighted)) / fact)
+    return squeeze(dot(centered, conj(transpose(weighted))) / fact)   # numpy conjugates
 
 
 def corrcoef(x, y=None, rowvar=True, dtype=None):
@@ -205,6 +206,9 @@ def corrcoef(x, y=None, rowvar=True, dtype=None):
     c = cov(x, y, rowvar, dtype=dtype)
     if c.ndim == 0:
         return c / c
-    d = sqrt(diagonal(c))
+    d = sqrt(real(diagonal(c)))
     c = c / expand_dims(d, 1) / expand_dims(d, 0)
+    if c.dtype.kind == "c":     # numpy clips each part
+        from_parts = np.asarray(1j, c.dtype)
+        return clip(real(c), -1, 1) + clip(imag(c), -1, 1) * from_parts
     return clip(c, -1, 1)
