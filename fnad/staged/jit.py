@@ -35,23 +35,14 @@ class Jitted:
                  donate_argnames=()):
         functools.update_wrapper(self, fun)
         self.fun = fun
-        self.signature = _signature(fun)
-        static_argnums = check_argnums(static_argnums, "jit", "static_argnums", True)[1]
-        donate_argnums = check_argnums(donate_argnums, "jit", "donate_argnums", True)[1]
-        static_argnames, donate_argnames = _as_tuple(static_argnames), _as_tuple(donate_argnames)
-        _check_donation(static_argnums, donate_argnums, static_argnames, donate_argnames)
-        # Each argument is static (or donated) however it is passed: a name given is
-        # also its position, a position also its name, as the signature says.
-        self.static_argnums, self.static_argnames = _both_ways(
-            self.signature, static_argnums, static_argnames, "static")
-        self.donate_argnums, self.donate_argnames = _both_ways(
-            self.signature, donate_argnums, donate_argnames, "donate")
-        _check_donation(self.static_argnums, self.donate_argnums, self.static_argnames,
-                        self.donate_argnames)
+        # (Checked and completed once per function and options: an inline jit(f)(x)
+        # makes a new wrapper at every call.)
+        setup = _setup_of(fun, (static_argnums, static_argnames, donate_argnums,
+                                donate_argnames))
+        (self.signature, self.static_argnums, self.static_argnames, self.donate_argnums,
+         self.donate_argnames, traces) = setup
         self.donates = bool(self.donate_argnums or self.donate_argnames)
-        self._positions = {}        # number of positional arguments -> (static, donated)
-        traces = _traces_of(fun, (self.static_argnums, self.static_argnames,
-                                  self.donate_argnums, self.donate_argnames))
+        self._positions = traces.positions  # number of positional args -> (static, donated)
         self._traces = traces
         self.cache = traces.cache
         self.fast_by_x64 = traces.fast_by_x64
@@ -269,7 +260,8 @@ def _fast_key(args):
 class _Traces:
     """The traces of one function under one set of jit options, and the compiled calls
     of its fast path: kept for as long as the function lives."""
-    __slots__ = ("cache", "fast_by_x64", "donating", "trace_count", "__weakref__")
+    __slots__ = ("cache", "fast_by_x64", "donating", "trace_count", "positions",
+                 "__weakref__")
 
     def __init__(self):
         # At most config.trace_cache_size traces, the least recently used dropped first;
@@ -280,6 +272,7 @@ class _Traces:
         self.fast_by_x64 = ({}, {})
         self.donating = {}      # trace key -> [donated leaves, executable, its device]
         self.trace_count = 0
+        self.positions = {}     # number of positional arguments -> (static, donated)
         _live.add(self)
 
     def bound(self):
@@ -311,22 +304,52 @@ _live = weakref.WeakSet()    # every _Traces, for clear_caches
 _by_function = weakref.WeakKeyDictionary()
 
 
-def _traces_of(fun, options):
-    """The _Traces that every jit of `fun` with `options` shares. A bound method is
-    made anew at each attribute access, so its jits share nothing (nor do callables
-    that cannot be weakly referenced or hashed)."""
-    if isinstance(fun, types.MethodType):
-        return _Traces()
+def _setup_of(fun, given):
+    """(signature, static_argnums, static_argnames, donate_argnums, donate_argnames,
+    _Traces) for jit(fun, *given): the options checked and completed through the
+    signature, and the traces every jit of `fun` with those options shares. A bound
+    method is made anew at each attribute access, so its jits share nothing (nor do
+    callables that cannot be weakly referenced or hashed)."""
+    per_function = None
+    if not isinstance(fun, types.MethodType):
+        try:
+            per_function = _by_function.get(fun)
+            if per_function is None:
+                per_function = _by_function.setdefault(fun, {})
+        except TypeError:
+            pass
     try:
-        per_options = _by_function.get(fun)
-        if per_options is None:
-            per_options = _by_function.setdefault(fun, {})
+        given_key = ("given",) + tuple(_hashable_option(o) for o in given)
+        setup = per_function.get(given_key) if per_function is not None else None
     except TypeError:
-        return _Traces()
-    traces = per_options.get(options)
-    if traces is None:
-        traces = per_options.setdefault(options, _Traces())
-    return traces
+        given_key, setup = None, None
+    if setup is not None:
+        return setup
+    signature = _signature(fun)
+    static_argnums, static_argnames, donate_argnums, donate_argnames = given
+    static_argnums = check_argnums(static_argnums, "jit", "static_argnums", True)[1]
+    donate_argnums = check_argnums(donate_argnums, "jit", "donate_argnums", True)[1]
+    static_argnames, donate_argnames = _as_tuple(static_argnames), _as_tuple(donate_argnames)
+    _check_donation(static_argnums, donate_argnums, static_argnames, donate_argnames)
+    # Each argument is static (or donated) however it is passed: a name given is also
+    # its position, a position also its name, as the signature says.
+    options = (*_both_ways(signature, static_argnums, static_argnames, "static"),
+               *_both_ways(signature, donate_argnums, donate_argnames, "donate"))
+    _check_donation(*options[0::2], *options[1::2])
+    if per_function is None:
+        traces = _Traces()
+    else:
+        traces = per_function.get(options)
+        if traces is None:
+            traces = per_function.setdefault(options, _Traces())
+    setup = (signature, *options, traces)
+    if per_function is not None and given_key is not None:
+        per_function[given_key] = setup
+    return setup
+
+
+def _hashable_option(option):
+    return tuple(option) if isinstance(option, list) else option
 
 
 @register
