@@ -232,26 +232,35 @@ def log_ndtr(x, series_order=3):
 # --------------------------------------------------------------------------- logs and entropies
 
 def xlogy(x, y):
-    """x log y, 0 where x = 0 and y is not NaN (scipy's). Its derivative in x is log y
-    also at x = 0."""
+    """x log y, +0 where x = 0 (JAX's: also for a NaN y, where scipy gives NaN). Its
+    derivative in x is log y also at x = 0."""
     x, y = promote_inexact(x, y)
-    # Only the values where x log y is not already 0 (log y infinite or NaN) are replaced.
-    bad = (x == 0) & (y == y) & ~((y > 0) & (y < np.inf))
-    return x * fnp.log(fnp.where(bad, 1.0, y).astype(y.dtype))
+    return _times_log(x, y, fnp.log, (y > 0) & (y < np.inf), 1.0)
 
 
 def xlog1py(x, y):
-    """x log1p(y), 0 where x = 0 and y is not NaN."""
+    """x log1p(y), +0 where x = 0."""
     x, y = promote_inexact(x, y)
-    bad = (x == 0) & (y == y) & ~((y > -1) & (y < np.inf))
-    return x * fnp.log1p(fnp.where(bad, 0.0, y).astype(y.dtype))
+    return _times_log(x, y, fnp.log1p, (y > -1) & (y < np.inf), 0.0)
+
+
+def _times_log(x, y, log, finite, neutral):
+    # Where x = 0 the value is (x + 1) L - L with L the log: +0 for either zero, and
+    # derivative L in x. Where the log would be infinite or NaN there, y is replaced by
+    # the argument whose log is 0.
+    zero = x == 0
+    y_safe = fnp.where(zero & ~finite, neutral, y).astype(y.dtype)
+    logs = log(y_safe)
+    return fnp.where(zero, (x + 1) * logs - logs, x * logs)
 
 
 def entr(x):
     """-x log x; 0 at 0, -inf for x < 0."""
     x, = promote_inexact(x)
-    safe = fnp.where(x < 0, 1.0, x).astype(x.dtype)
-    return fnp.where(x < 0, -np.inf, -xlogy(safe, safe)).astype(x.dtype)
+    positive = x > 0
+    safe = fnp.where(positive, x, 1.0).astype(x.dtype)
+    edge = fnp.where(x == 0, 0.0, -np.inf).astype(x.dtype)
+    return fnp.where(positive | (x != x), -x * fnp.log(safe), edge)
 
 
 def rel_entr(p, q):
