@@ -127,7 +127,9 @@ class CustomCallPrimitive(Primitive):
 
 
 def _custom_call_impl(*args, rules, program):
-    return evaluate(program.program, [*program.consts, *args])
+    # Host buffers out, as every cpu kernel gives: a jitted program's driver hands them
+    # straight to the next kernel (a constant in the program made these fnad Arrays).
+    return [np.asarray(o) for o in evaluate(program.program, [*program.consts, *args])]
 
 
 def _custom_call_batch(args, batch_dims, rules, program):
