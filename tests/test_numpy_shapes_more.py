@@ -336,3 +336,13 @@ def test_repeat_with_traced_counts_needs_total_repeat_length():
         np.array([[3, 0, 0, 0], [0, 0, 0, 1]])), np.array([[0.0, 0, 0], [3, 3, 3]]))
     with pytest.raises(ValueError, match="non-negative"):
         fnp.repeat(a, [1, -1, 0, 0])
+
+
+def test_jit_keeps_the_sign_of_zero_when_adding_a_zero_constant():
+    # the optimizer may drop x + (-0.0) and x - 0.0, never x + 0.0 (-0.0 + 0.0 is +0.0)
+    x = np.array([-1.0, 2.0, -0.0], np.float32)
+    for f in (lambda x: np.float32(0.0) + x * np.float32(0.0), lambda x: x + np.float32(0.0),
+              lambda x: x - np.float32(-0.0)):
+        same(fnad.jit(f)(x), f(x))
+    assert "add" not in str(fnad.make_jaxpr(lambda x: x + np.float32(-0.0))(x))
+    assert "sub" not in str(fnad.make_jaxpr(lambda x: x - np.float32(0.0))(x))

@@ -122,7 +122,13 @@ def axes_reduction(name, kinds=None, **slots):
 # an atom replacing the output, a replacement equation, or None.
 
 def _is_scalar_literal(a, value):
-    return hasattr(a, "value") and np.ndim(a.value) == 0 and a.value == value
+    if not (hasattr(a, "value") and np.ndim(a.value) == 0 and a.value == value):
+        return False
+    # a floating zero is an identity only with the right sign: x + (+0.0) and
+    # x - (-0.0) turn -0.0 into +0.0
+    literal = np.asarray(a.value)
+    return not (value == 0 and literal.dtype.kind in "fc"
+                and np.signbit(np.real(literal)) != np.signbit(value))
 
 
 def _same_type(a, b):

@@ -216,8 +216,9 @@ def _linear_binary(name, impl, sign_y, scalar, simplify):
 
 
 # The algebra the jit optimizer removes: adding zero, multiplying or dividing by one.
+# Adding -0.0 (not +0.0) is the identity on floats: -0.0 + 0.0 is +0.0.
 add_p = _linear_binary("add", np.add, +1, "({0} + {1})",
-                       simplify=drop_identity_operand(0, (0, 1)))
+                       simplify=drop_identity_operand(-0.0, (0, 1)))
 sub_p = _linear_binary("sub", np.subtract, -1, "({0} - {1})",
                        simplify=drop_identity_operand(0, (1,)))
 mul_p = binary("mul", np.multiply, lambda x, y, o: y, lambda x, y, o: x, "({0} * {1})",
