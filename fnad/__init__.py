@@ -1,6 +1,6 @@
 """fnad: functional automatic differentiation and compilation over numpy and Numba."""
 from . import primitives as _primitives  # noqa: F401  (declares every primitive)
-from .array import Array  # noqa: F401
+from .array import Array, Device  # noqa: F401
 from .abstract import ShapedArray  # noqa: F401
 from . import backend
 from .backend import devices  # noqa: F401

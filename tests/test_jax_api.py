@@ -400,3 +400,13 @@ def test_custom_gradient_in_every_mode():
         np.testing.assert_allclose(float(g(x)), 10 * np.cos(0.3), rtol=1e-14)
     np.testing.assert_allclose(np.asarray(fnad.vmap(fnad.grad(f))(np.array([0.3, 0.4]))),
                                10 * np.cos([0.3, 0.4]), rtol=1e-14)
+
+
+def test_jitted_eval_shape_and_eval_shape_of_scalars():
+    f = fnad.jit(lambda x, n: fnp.ones((n, x.shape[0])) * x, static_argnums=1)
+    assert f.eval_shape(fnp.ones(3), 2) == fnad.ShapeDtypeStruct((2, 3), np.float32)
+    assert "fnad.jit of" in repr(f)
+    s = fnad.eval_shape(lambda a, b: a * b, fnad.ShapeDtypeStruct((2,), np.float64), 2.0)
+    assert s == fnad.ShapeDtypeStruct((2,), np.float64)
+    with pytest.raises(ValueError, match="sharding"):
+        fnad.ShapeDtypeStruct((2,), np.float32, sharding="replicated")

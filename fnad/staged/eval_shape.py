@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 
-from ..abstract import ShapedArray
+from ..abstract import ShapedArray, get_aval
+from ..transforms._util import as_value
 from ..tree_util import tree_flatten, tree_unflatten
 from .staging import stage_flat
 
@@ -45,7 +46,8 @@ def eval_shape(fun, *args, **kwargs):
     """A pytree of ShapeDtypeStruct shaped like fun(*args, **kwargs)'s output. Leaves of
     args may be arrays or anything with .shape and .dtype."""
     flat, in_tree = tree_flatten(args)
-    avals = [ShapedArray(x.shape, x.dtype) for x in flat]
+    avals = [ShapedArray(x.shape, x.dtype) if hasattr(x, "shape") and hasattr(x, "dtype")
+             else get_aval(as_value(x, "eval_shape argument")) for x in flat]
     out_tree = []
 
     def flat_fun(*leaves):

@@ -21,6 +21,7 @@ from ..core import EVAL, Tracer, current_trace
 from ..tree_util import tree_flatten, tree_unflatten
 from ..transforms._util import as_value, check_argnums, resolve_argnums
 from .call import call
+from .eval_shape import ShapeDtypeStruct
 from .staging import stage
 
 
@@ -240,6 +241,16 @@ class Jitted:
     def trace(self, *args, **kwargs):
         (closed, _), _ = self._stage(args, kwargs)
         return closed
+
+    def eval_shape(self, *args, **kwargs):
+        """The shapes and dtypes of this function's outputs for these arguments, as a
+        pytree of ShapeDtypeStruct; nothing runs (the trace is cached for the call)."""
+        (closed, out_tree), _ = self._stage(args, kwargs)
+        return tree_unflatten(out_tree, [ShapeDtypeStruct(a.shape, a.dtype)
+                                         for a in closed.program.out_avals])
+
+    def __repr__(self):
+        return f"<fnad.jit of {self.fun!r}>"
 
 
 def _concrete(x):
