@@ -273,6 +273,10 @@ def _well_conditioned(dtype, rng):
 
 SPD = lambda dtype, rng: _spd(dtype, rng)  # noqa: E731
 WELL = lambda dtype, rng: _well_conditioned(dtype, rng)  # noqa: E731
+WELL_TALL = lambda dtype, rng: (rng.standard_normal((2, 4, 3))  # noqa: E731
+                                + 3 * np.eye(4, 3)).astype(dtype)
+TENSOR = lambda dtype, rng: (rng.standard_normal((6, 6))  # noqa: E731 (a well-conditioned
+                             + 4 * np.eye(6)).reshape(2, 3, 6).astype(dtype)   # 6 x 6)
 LINALG_FLOATS = (F32, F64)      # numpy's linalg has no float16
 LINALG = dict(tol=64, scale="value")
 
@@ -304,6 +308,32 @@ LINALG_CALLS = [
          kw=dict(axis=-1), ref=lambda a: np.linalg.vector_norm(a, axis=-1), tol=16),
     call("linalg", flinalg, "matrix_norm", [("3-d", [D((2, 3, 4))])], LINALG_FLOATS, "float",
          ref=lambda a: np.linalg.matrix_norm(a), tol=16),
+    # The svd's and eigh's unique outputs and what is built on them (their factors,
+    # unique only up to signs, are checked by invariants in tests/test_linalg_more.py).
+    call("linalg", flinalg, "svdvals", [("batched", [WELL])], LINALG_FLOATS, "float",
+         ref=lambda a: np.linalg.svd(a, compute_uv=False), **LINALG),
+    # (symmetrized as JAX's is: numpy's reads one triangle, so their derivatives differ)
+    call("linalg", flinalg, "eigvalsh", [("spd", [SPD])], LINALG_FLOATS, "float",
+         ref=lambda a: np.linalg.eigvalsh((a + a.T) / 2), batched=(), **LINALG),
+    call("linalg", flinalg, "pinv", [("tall", [WELL_TALL])], LINALG_FLOATS, "float", **LINALG),
+    call("linalg", flinalg, "cond", [("batched", [WELL])], LINALG_FLOATS, "float", **LINALG),
+    call("linalg", flinalg, "norm", [("2-d", [WELL_TALL])], LINALG_FLOATS, "float",
+         kw=dict(ord=2, axis=(1, 2)), label="ord=2", **LINALG),
+    call("linalg", flinalg, "norm", [("2-d", [WELL_TALL])], LINALG_FLOATS, "float",
+         kw=dict(ord="nuc", axis=(1, 2)), label="nuc", **LINALG),
+    call("linalg", flinalg, "cross", [("broadcast", [D((2, 3)), D((3,))])], LINALG_FLOATS,
+         "float", scale="abs", tol=16),
+    call("linalg", flinalg, "diagonal", [("3-d", [D((2, 3, 4))])], LINALG_FLOATS, "float",
+         kw=dict(offset=1)),
+    call("linalg", flinalg, "trace", [("3-d", [D((2, 3, 4))])], LINALG_FLOATS, "float",
+         scale="abs", tol=16),
+    call("linalg", flinalg, "vecdot", [("broadcast", [D((2, 3)), D((3,))])], LINALG_FLOATS,
+         "float", scale="abs", tol=16),
+    call("linalg", flinalg, "tensorinv", [("2+1", [TENSOR])], LINALG_FLOATS, "float",
+         batched=(), vmap=False, **LINALG),
+    call("linalg", flinalg, "tensorsolve",
+         [("1+2", [lambda dt, rng: np.moveaxis(TENSOR(dt, rng), 2, 0), D((6,))])],
+         LINALG_FLOATS, "float", batched=(), vmap=False, **LINALG),
 ]
 
 
