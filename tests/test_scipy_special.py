@@ -150,6 +150,26 @@ def test_spence_identities():
     np.testing.assert_array_equal(fs.spence(arr(-1.0, np.nan)), [np.nan, np.nan])
 
 
+def test_dawsn():
+    # F(x) = sum_k (-1)^k 2^k x^(2k+1) / (2k+1)!! near 0; F ~ 1/(2x) (1 + 1/(2x^2) + ...)
+    x = arr(0.05, 0.3, 0.9)
+    series = sum((-1) ** k * 2 ** k * x ** (2 * k + 1) / math.prod(range(1, 2 * k + 2, 2))
+                 for k in range(30))
+    np.testing.assert_allclose(fs.dawsn(x), series, rtol=1e-15)
+    np.testing.assert_allclose(fs.dawsn(-x), -series, rtol=1e-15)
+    big = arr(1e4)
+    np.testing.assert_allclose(fs.dawsn(big), 1 / (2 * big) * (1 + 1 / (2 * big ** 2)),
+                               rtol=1e-15)
+    # F solves F' = 1 - 2x F: compare with a central difference at points on either side
+    # of the switch from the continued fraction to the series (|x| = 10)
+    y = arr(2.0, 7.0, 9.999, 10.001, 15.0)
+    h = 1e-5
+    slope = (np.asarray(fs.dawsn(y + h)) - np.asarray(fs.dawsn(y - h))) / (2 * h)
+    np.testing.assert_allclose(slope, 1 - 2 * y * np.asarray(fs.dawsn(y)), atol=1e-9)
+    np.testing.assert_array_equal(fs.dawsn(arr(0.0, -0.0, np.inf, -np.inf, np.nan)),
+                                  [0, -0.0, 0, -0.0, np.nan])
+
+
 def test_bessel_against_numpy_i0():
     x = arr(-60.0, -3.0, -0.0, 0.2, 1.0, 24.0, 26.0, 700.0)
     np.testing.assert_allclose(fs.i0(x[1:-1]), np.i0(x[1:-1]), rtol=1e-14)
@@ -222,7 +242,7 @@ def test_domain_edges():
 
 UNARY = ["gammaln", "digamma", "erfc", "erfinv", "erfcx", "ndtr", "ndtri", "log_ndtr",
          "i0e", "i1e", "i0", "i1", "gammasgn", "gamma", "loggamma", "entr", "expit", "exp1",
-         "expi", "spence"]
+         "expi", "spence", "dawsn"]
 
 
 def _unary_domain(name, rng):
@@ -306,7 +326,7 @@ def _all_unary(x):
             fs.ndtri(x / 5), fs.i0e(x), fs.i1e(x), fs.zeta(x + 1, x),
             fs.polygamma(np.float32(2), x), fs.gammainc(x, 2 * x), fs.gammaincc(x, x / 2),
             lax.igamma_grad_a(x, x), fs.betainc(x, 2 * x, x / 5), fs.gamma(x), fs.exp1(x),
-            fs.expi(x), fs.expn(np.float32(2), x), fs.spence(x)]
+            fs.expi(x), fs.expn(np.float32(2), x), fs.spence(x), fs.dawsn(x)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -340,6 +360,7 @@ DERIVATIVES = {
     "boxcox": lambda x: fs.boxcox(x, x - 1.7),
     "exp1": fs.exp1, "expi": lambda x: fs.expi(x - 1), "expn0": lambda x: fs.expn(0.0, x),
     "expn3": lambda x: fs.expn(3.0, x), "spence": lambda x: fs.spence(2 * x),
+    "dawsn": lambda x: fs.dawsn(4 * x),
 }
 
 

@@ -65,6 +65,8 @@ def _i1e_deriv(x, y):
 
 
 bessel_i1e_p = unary("bessel_i1e", kernels.bessel_i1e, _i1e_deriv, _scalar("bessel_i1e", 1))
+# Dawson's F' = 1 - 2x F
+dawsn_p = unary("dawsn", kernels.dawsn, lambda x, y: 1 - 2 * x * y, _scalar("dawsn", 1))
 # E1' = -e^-x / x, Ei' = e^x / x
 exp1_p = unary("exp1", kernels.exp1, lambda x, y: -exp_p.bind(-x) / x, _scalar("exp1", 1))
 expi_p = unary("expi", kernels.expi, lambda x, y: exp_p.bind(x) / x, _scalar("expi", 1))

@@ -198,6 +198,12 @@ def erfcx(x):
     return S.erfcx_p.bind(x)
 
 
+def dawsn(x):
+    """Dawson's integral exp(-x^2) int_0^x exp(t^2) dt."""
+    x, = promote_inexact(x)
+    return S.dawsn_p.bind(x)
+
+
 def ndtr(x):
     """The standard normal CDF, 0.5 erfc(-x / sqrt 2): accurate in the left tail."""
     x, = promote_inexact(x)
@@ -416,5 +422,5 @@ __all__ = ["gammaln", "gammasgn", "gamma", "loggamma", "digamma", "psi", "polyga
            "multigammaln", "betaln", "beta", "betainc", "gammainc", "gammaincc", "factorial",
            "comb", "poch", "zeta", "erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri",
            "log_ndtr", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "boxcox",
-           "boxcox1p", "i0", "i0e", "i1", "i1e", "exp1", "expi", "expn", "bernoulli", "spence",
+           "boxcox1p", "i0", "i0e", "i1", "i1e", "exp1", "expi", "expn", "bernoulli", "spence", "dawsn",
            "logsumexp", "expit", "logit", "softmax", "log_softmax"]
