@@ -346,3 +346,22 @@ def test_jit_keeps_the_sign_of_zero_when_adding_a_zero_constant():
         same(fnad.jit(f)(x), f(x))
     assert "add" not in str(fnad.make_jaxpr(lambda x: x + np.float32(-0.0))(x))
     assert "sub" not in str(fnad.make_jaxpr(lambda x: x - np.float32(0.0))(x))
+
+
+def test_pad_modes_errors_and_callable():
+    x = np.arange(4.0)
+    same(fnp.pad(x, (2, 1), lambda v, width, axis, kw: v.at[:width[0]].set(-1.0)),
+         np.array([-1.0, -1.0, 0, 1, 2, 3, 0]))
+    # the mean's derivative spreads over the entries it averages
+    grad = fnad.grad(lambda x: fnp.sum(fnp.pad(x, 2, "mean")))(np.array([1.0, 2.0, 4.0]))
+    np.testing.assert_allclose(np.asarray(grad), np.full(3, 1 + 4 / 3))
+    with pytest.raises(ValueError, match="unknown mode"):
+        fnp.pad(x, 1, "spiral")
+    with pytest.raises(ValueError, match="stat_length"):
+        fnp.pad(x, 1, "edge", stat_length=2)
+    with pytest.raises(ValueError, match="no value"):
+        fnp.pad(x, 1, "mean", stat_length=0)
+    with pytest.raises(ValueError, match="empty axis"):
+        fnp.pad(np.zeros((0, 2)), 1, "edge")
+    with pytest.raises(ValueError, match="non-negative"):
+        fnp.pad(x, -1)
