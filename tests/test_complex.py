@@ -507,3 +507,18 @@ def test_statistics_of_complex_values():
     for f in (fnp.fabs, fnp.signbit, fnp.isposinf, fnp.isneginf):
         with pytest.raises(DTypeError, match="complex128"):
             f(C)
+
+
+def test_norms_and_vecdot_of_complex_vectors():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    A = fnp.asarray(a)
+    for f, ref in [(lambda x: fnp.linalg.norm(x[0]), lambda x: np.linalg.norm(x[0])),
+                   (fnp.linalg.norm, np.linalg.norm),
+                   (lambda x: fnp.linalg.norm(x, axis=1), lambda x: np.linalg.norm(x, axis=1)),
+                   (lambda x: fnp.linalg.vecdot(x, x[::-1]),
+                    lambda x: np.linalg.vecdot(x, x[::-1]))]:
+        _close(f(A), ref(a))
+        _close(fnad.jit(f)(A), ref(a))
+    # as for abs: grad of ||z|| is 2 d||z||/dz = conj(z) / ||z||
+    _close(fnad.grad(fnp.linalg.norm)(A[0]), np.conj(a[0]) / np.linalg.norm(a[0]))

@@ -27,6 +27,7 @@ from ._indexing import take_along_axis
 from ._sorting import argsort
 from ._core import stack
 from . import _elementwise as E, _reductions as R
+from ._complex import conj, real
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "norm", "vector_norm",
            "matrix_norm", "matrix_power", "multi_dot", "matmul", "outer", "tensordot",
@@ -112,7 +113,8 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
 # --------------------------------------------------------------------------- norms
 
 def _sqrt_sum_squares(x, axis, keepdims):
-    return E.sqrt(R.sum(x * x, axis=axis, keepdims=keepdims))
+    squares = real(x * conj(x)) if x.dtype.kind == "c" else x * x     # |x|^2
+    return E.sqrt(R.sum(squares, axis=axis, keepdims=keepdims))
 
 
 def vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (numpy's name)
@@ -448,7 +450,7 @@ def trace(x, /, *, offset=0, dtype=None):
 def vecdot(x1, x2, /, *, axis=-1):
     """The dot product of the vectors along `axis`; other axes broadcast."""
     x1, x2 = promote(as_operand(x1), as_operand(x2))
-    return R.sum(x1 * x2, axis=axis)
+    return R.sum(conj(x1) * x2, axis=axis)     # numpy's vecdot conjugates x1
 
 
 def tensorinv(a, ind=2):
