@@ -27,9 +27,6 @@ Differences from JAX, on purpose:
 - `fold_in` takes Python ints modulo 2**32.
 - `truncated_normal` keeps its samples strictly inside (lower, upper) by moving the
   bounds inward by one or two ulps (JAX: exactly one, with nextafter).
-- the gamma family (gamma, loggamma, beta, dirichlet, chisquare, t, f) is not
-  differentiable in its shape parameters (JAX: implicit reparameterization); a
-  derivative raises GradientError.
 """
 import math
 
@@ -40,9 +37,11 @@ from . import lax
 from . import dtypes
 from .array import Array
 from .core import Tracer
-from .errors import DTypeError, GradientError, ShapeError
+from .errors import DTypeError, ShapeError
 from .primitives.random_bits import random_bits, random_split, threefry2x32  # noqa: F401
-from .transforms.custom import custom_vjp
+from .scipy import special
+from .transforms.custom import custom_jvp
+from .transforms.jvp import jvp as fnad_jvp
 
 __all__ = ["key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "threefry2x32",
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "permutation",
@@ -718,15 +717,22 @@ def _marsaglia_tsang(key, alpha, shape, dtype):
 
 
 def _log_gamma_draw(key, a, shape, dtype):
-    """(log of a Gamma(a) draw, the draw): a < 1 is boosted to a + 1 and scaled by
-    u ** (1 / a) (done in logs, so tiny a loses nothing to underflow).
+    """(log z, z) for draws z of Gamma(a), a already of `shape` and `dtype`."""
+    return _gamma_sample(key, a)
 
-    Not differentiable in a: the derivative of an accepted rejection sample holding
-    its normal and uniform fixed is not the derivative of the distribution's samples
-    (that takes d/da of the incomplete gamma function, JAX's implicit
-    reparameterization, which fnad does not have), so both modes raise instead of
-    giving that wrong number."""
-    a = _shape_parameter(a)
+
+@custom_jvp
+def _gamma_sample(key, a):
+    """(log z, z) for a draw z of Gamma(a): Marsaglia-Tsang for a >= 1; a < 1 is
+    boosted to a + 1 and scaled by u ** (1 / a), in logs so that tiny a loses nothing
+    to underflow.
+
+    The derivative in a is the implicit reparameterization one (Figurnov et al.,
+    2018), as JAX's: the z that keeps the CDF P(a, z) fixed moves by
+    dz/da = -(dP/da) / density(z). (Differentiating the rejection loop itself, its
+    normal and uniform held fixed, would give another, wrong derivative: the custom
+    rule keeps every transform out of it.)"""
+    shape, dtype = tuple(a.shape), a.dtype
     k1, k2 = random_split(key, (2,))
     small = a < 1
     boosted = jnp.where(small | jnp.isnan(a), a + 1, a)
@@ -735,24 +741,34 @@ def _log_gamma_draw(key, a, shape, dtype):
     log_g = _log(g) + jnp.where(small & (a > 0), log_u / jnp.where(a > 0, a, 1), 0.0)
     invalid = ~(a >= 0)
     log_g = jnp.where(invalid, np.nan, jnp.where(a == 0, -np.inf, log_g))
-    return log_g, g
+    return log_g, jnp.where(a >= 1, g, jnp.exp(log_g))
 
 
-@custom_vjp
-def _shape_parameter(a):
-    """a itself, where a derivative with respect to a is an error (in reverse mode
-    before the rejection loop's own error; forward mode refuses a custom_vjp)."""
-    return a
+@_gamma_sample.defjvp
+def _gamma_sample_jvp(primals, tangents):
+    key, a = primals
+    log_z, z = _gamma_sample(key, a)
+    d_log_z = _dlog_gamma_sample_da(a, log_z, z) * tangents[1]
+    return (log_z, z), (d_log_z, d_log_z * z)
 
 
-def _no_derivative(*args):
-    raise GradientError("fnad.random's gamma-based samplers (gamma, loggamma, beta, "
-                        "dirichlet, chisquare, t, f, generalized_normal, ball) are not "
-                        "differentiable with respect to their shape parameters; wrap the "
-                        "parameter in lax.stop_gradient to treat the draw as a constant")
-
-
-_shape_parameter.defvjp(_no_derivative, _no_derivative)
+def _dlog_gamma_sample_da(a, log_z, z):
+    """d log z / da for a Gamma(a) sample z, computed in float64:
+    -(dP/da)(a, z) / (z density(z)), with z density(z) = z^a e^-z / Gamma(a); where z
+    is tiny, P(a, z) = z^a / Gamma(a + 1) (1 + O(z)) gives (digamma(a + 1) - log z) / a."""
+    f64 = np.dtype(np.float64)
+    a64, log_z64, z64 = (jnp.astype(lax.stop_gradient(v), f64) for v in (a, log_z, z))
+    ok = (a64 > 0) & jnp.isfinite(a64)
+    a_safe = jnp.where(ok, a64, 1.0)
+    tiny = log_z64 < math.log(1e-10)
+    z_safe = jnp.where(tiny | ~ok, 1.0, z64)
+    log_safe = jnp.where(tiny | ~ok, 0.0, log_z64)
+    _, dp_da = fnad_jvp(lambda s: special.gammainc(s, z_safe), (a_safe,),
+                        (jnp.ones_like(a_safe),))
+    general = -dp_da * jnp.exp(special.gammaln(a_safe) - a_safe * log_safe + z_safe)
+    small_z = (special.digamma(a_safe + 1) - jnp.where(ok, log_z64, 0.0)) / a_safe
+    out = jnp.where(ok, jnp.where(tiny, small_z, general), np.nan)
+    return jnp.astype(out, a.dtype)
 
 
 def _gamma_args(name, key, a, shape, dtype):
@@ -764,12 +780,11 @@ def _gamma_args(name, key, a, shape, dtype):
 
 
 def gamma(key, a, shape=None, dtype=None):
-    """Gamma(a, 1) values (0 for a = 0, NaN for a < 0). Not differentiable in a: grad
-    through it raises (the rejection loop is a while_loop)."""
+    """Gamma(a, 1) values (0 for a = 0, NaN for a < 0), differentiable in a (implicit
+    reparameterization)."""
     key, a, shape, dtype = _gamma_args("gamma", key, a, shape, dtype)
     compute = _compute_dtype(dtype)
-    log_g, g = _log_gamma_draw(key, a, shape, compute)
-    return jnp.astype(jnp.where(a >= 1, g, jnp.exp(log_g)), dtype)
+    return jnp.astype(_log_gamma_draw(key, a, shape, compute)[1], dtype)
 
 
 def loggamma(key, a, shape=None, dtype=None):
