@@ -365,3 +365,15 @@ def test_pad_modes_errors_and_callable():
         fnp.pad(np.zeros((0, 2)), 1, "edge")
     with pytest.raises(ValueError, match="non-negative"):
         fnp.pad(x, -1)
+
+
+def test_asarray_takes_jax_order_and_device():
+    cpu = fnad.devices("cpu")[0]
+    same(fnp.asarray([1.5, 2.0], device=cpu), np.array([1.5, 2.0], np.float32))
+    same(fnp.array(3, ndmin=2, device=cpu), np.array([[3]], np.int32))
+    same(fnp.astype(np.ones(2), np.int32, device=cpu), np.ones(2, np.int32))
+    same(fnp.asarray(np.ones((2, 2)), order="F"), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="order"):
+        fnp.asarray([1.0], order="Z")
+    with pytest.raises(ValueError, match="device_put"):
+        fnad.jit(lambda x: fnp.asarray(x, device=cpu))(1.0)

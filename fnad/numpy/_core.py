@@ -6,13 +6,13 @@ import numpy as np
 
 from ..array import Array, weakly_typed
 from ..core import Tracer
-from .. import dtypes
+from .. import backend, dtypes
 from ..errors import ShapeError
 from ..primitives import shape as S
 from ..primitives.elementwise import convert
 
 
-def asarray(a, dtype=None, copy=None):
+def asarray(a, dtype=None, order=None, copy=None, *, device=None):
     """An fnad value for `a`: an fnad value, a numpy array or scalar, a Python scalar,
     a (nested) list or tuple of any of these, or an object numpy can read through
     `__dlpack__` or `__array__` (a PyTorch tensor, a JAX array, ...).
@@ -25,7 +25,13 @@ def asarray(a, dtype=None, copy=None):
     copy=None copies numpy arrays, so later writes to them cannot change the fnad
     Array, but shares the memory of a `__dlpack__` producer where the layout allows
     (as torch.from_numpy shares numpy's): writing to that tensor later shows through.
-    copy=True always copies; copy=False never does, and raises where it must."""
+    copy=True always copies; copy=False never does, and raises where it must.
+    order is accepted as numpy's ("C", "K", "A", None: fnad arrays are C-ordered, and
+    the values do not depend on it); device puts the result there (fnad.devices())."""
+    if order not in (None, "C", "K", "A", "F"):
+        raise ValueError(f"asarray: order must be 'C', 'F', 'K' or 'A', got {order!r}")
+    if device is not None:
+        return _on_device(asarray(a, dtype, order, copy), device)
     if isinstance(a, (Array, Tracer)):
         if dtype is None:
             return a
@@ -53,13 +59,11 @@ def asarray(a, dtype=None, copy=None):
     return Array(value)
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0):  # noqa: A002 (numpy's name)
+def array(object, dtype=None, copy=True, order="K", ndmin=0, *,  # noqa: A002
+          device=None):
     """asarray, copying by default (numpy's and JAX's array), with at least `ndmin`
     dimensions (ones are added in front)."""
-    if order not in ("K", "A", "C", None):
-        raise ValueError(f"array: order={order!r} is not supported (fnad arrays are "
-                         f"C-ordered); use 'K', 'A' or 'C'")
-    out = asarray(object, dtype, copy)
+    out = asarray(object, dtype, order, copy, device=device)
     if out.ndim < ndmin:
         shape = (1,) * (ndmin - out.ndim) + tuple(out.shape)
         out = S.reshape(out, shape)
@@ -162,7 +166,17 @@ def dtype_of(x):
     return x.dtype if hasattr(x, "dtype") else dtypes.result_type(x)
 
 
-def astype(x, dtype):
+def _on_device(x, device):
+    if isinstance(x, Tracer):
+        raise ValueError(f"device={device!r} for a value traced by {x._trace.name}: place "
+                         f"the inputs with fnad.device_put before the transform instead")
+    return backend.device_put(x, device)
+
+
+def astype(x, dtype, copy=False, device=None):
+    """x converted to dtype (JAX's astype: copy has no effect on immutable arrays)."""
+    if device is not None:
+        return _on_device(astype(x, dtype), device)
     x = as_operand(x)
     if x.dtype == dtype:
         return x
