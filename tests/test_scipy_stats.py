@@ -221,6 +221,23 @@ def test_rankdata():
         stats.rankdata(a, "first")
 
 
+def test_mode():
+    a = np.array([[1.0, 2.0, 2.0, 3.0], [4.0, 4.0, 1.0, 1.0], [5.0, 6.0, 7.0, 8.0]])
+    result = stats.mode(a, axis=1)
+    # ties go to the smallest value
+    np.testing.assert_array_equal(result.mode, [2, 1, 5])
+    np.testing.assert_array_equal(result.count, [2, 2, 1])
+    kept = stats.mode(a, axis=None, keepdims=True)
+    assert kept.mode.shape == (1, 1) and float(kept.mode[0, 0]) == 1.0
+    assert int(kept.count[0, 0]) == 3
+    np.testing.assert_array_equal(stats.mode(a, axis=0).mode, [1, 2, 1, 1])
+    # NaNs count as one value (scipy's 'propagate')
+    nan_mode = stats.mode(np.array([1.0, np.nan, np.nan]))
+    assert np.isnan(float(nan_mode.mode)) and int(nan_mode.count) == 2
+    with pytest.raises(ValueError, match="no elements"):
+        stats.mode(np.zeros((2, 0)), axis=1)
+
+
 def test_truncnorm_far_tail():
     # [30, 32] standard deviations out: the mass there is about phi(30) / 30
     x = np.array([29.0, 30.0, 30.5, 31.0, 33.0])
@@ -275,6 +292,21 @@ def test_discrete_against_scipy(name):
         if hasattr(mine, fn):
             close(getattr(mine, fn)(k, *DISCRETE[name]),
                   getattr(theirs, fn)(k, *DISCRETE[name]), rtol=1e-12, atol=1e-300)
+
+
+def test_rankdata_and_mode_against_scipy():
+    ss = pytest.importorskip("scipy.stats")
+    a = rng.integers(0, 4, (3, 7)).astype(float)
+    for method in ("average", "min", "max", "dense", "ordinal"):
+        for axis in (None, 0, 1):
+            np.testing.assert_array_equal(stats.rankdata(a, method, axis=axis),
+                                          ss.rankdata(a, method, axis=axis))
+    for axis in (None, 0, -1):
+        for keepdims in (False, True):
+            mine, theirs = stats.mode(a, axis, keepdims=keepdims), ss.mode(a, axis,
+                                                                           keepdims=keepdims)
+            np.testing.assert_array_equal(mine.mode, theirs.mode)
+            np.testing.assert_array_equal(mine.count, theirs.count)
 
 
 def test_multivariate_against_scipy():

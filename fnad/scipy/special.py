@@ -422,5 +422,5 @@ __all__ = ["gammaln", "gammasgn", "gamma", "loggamma", "digamma", "psi", "polyga
            "multigammaln", "betaln", "beta", "betainc", "gammainc", "gammaincc", "factorial",
            "comb", "poch", "zeta", "erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri",
            "log_ndtr", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "boxcox",
-           "boxcox1p", "i0", "i0e", "i1", "i1e", "exp1", "expi", "expn", "bernoulli", "spence", "dawsn",
-           "logsumexp", "expit", "logit", "softmax", "log_softmax"]
+           "boxcox1p", "i0", "i0e", "i1", "i1e", "exp1", "expi", "expn", "bernoulli", "spence",
+           "dawsn", "logsumexp", "expit", "logit", "softmax", "log_softmax"]
