@@ -130,6 +130,11 @@ def test_real_inputs_and_conversion():
     z = fnp.asarray(Z.astype(C64))
     _close(z.astype(np.float32), Z.real.astype(np.float32))    # the real part
     _close(z.astype(np.int32), Z.real.astype(np.int32))
+    # to bool: nonzero, as numpy (1j is True although its real part is 0)
+    np.testing.assert_array_equal(np.asarray(fnp.asarray([1j, 0j, 2]).astype(bool)),
+                                  [True, False, True])
+    np.testing.assert_array_equal(
+        np.asarray(fnad.jit(lambda z: z.astype(bool))(fnp.asarray([1j, 0j]))), [True, False])
     _close(x.astype(C128), np.asarray(x).astype(C128))
     _close(z.real, Z.real.astype(np.float32))
     _close(z.imag, Z.imag.astype(np.float32))

@@ -20,8 +20,7 @@ from ._rules import broadcasting, add_tangents, drop_identity_operand
 # convert_element_type is declared with the kit every rule uses, below every family;
 # it belongs to this family's namespace all the same.
 from .structural import (  # noqa: F401
-    elementwise_primitive, broadcast_to, sum_to_shape, convert_element_type_p, real_p,
-    convert)
+    elementwise_primitive, broadcast_to, sum_to_shape, convert_element_type_p, real_p)
 
 FLOAT = "f"
 INEXACT = "fc"
@@ -510,3 +509,14 @@ def _abs_vjp(g, out, x):
 abs_p = elementwise_primitive("abs", abstract_eval=_abs_shape, impl=np.abs, jvp=_abs_jvp,
                               vjp=_abs_vjp, scalar="np.abs({0})")
 
+
+
+def convert(x, new_dtype):
+    """x in new_dtype, by numpy's rules for complex x: to bool it is x != 0, to another
+    real dtype its real part (taken with real, whose transpose embeds the cotangent)."""
+    new_dtype = np.dtype(new_dtype)
+    if x.dtype.kind == "c" and new_dtype.kind != "c":
+        if new_dtype.kind == "b":
+            return ne_p.bind(x, np.zeros((), x.dtype))
+        x = real_p.bind(x)
+    return convert_element_type_p.bind(x, new_dtype=new_dtype)

@@ -303,11 +303,12 @@ def _convert_vjp(g, out, x, new_dtype):
 
 def _convert_shape(x, new_dtype):
     # complex -> real drops the imaginary part: that is `real`, a primitive of its own
-    # (`convert` below applies it), so the conversion itself stays a cast every
+    # (elementwise.convert applies it), so the conversion itself stays a cast every
     # backend's scalar code can write.
     if x.dtype.kind == "c" and new_dtype.kind != "c":
         raise DTypeError(f"convert_element_type cannot convert complex {x} to "
-                         f"{new_dtype}; take its real part first (lax.real)")
+                         f"{new_dtype}; take its real part first (lax.real), or use "
+                         f"fnad.numpy's astype")
     return ShapedArray(x.shape, new_dtype)
 
 
@@ -324,15 +325,6 @@ convert_element_type_p = elementwise_primitive(
     impl=_convert_impl,
     jvp=_convert_jvp, vjp=_convert_vjp, scalar="{new_dtype}({0})",
     simplify=identity_when_same_type)
-
-
-def convert(x, new_dtype):
-    """x in new_dtype; a complex x going to a real dtype keeps its real part (numpy's
-    and JAX's rule), taken with real, whose transpose embeds the cotangent again."""
-    new_dtype = np.dtype(new_dtype)
-    if x.dtype.kind == "c" and new_dtype.kind != "c":
-        x = real_p.bind(x)
-    return convert_element_type_p.bind(x, new_dtype=new_dtype)
 
 
 # --------------------------------------------------------------------------- real
