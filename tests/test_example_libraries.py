@@ -45,6 +45,16 @@ def test_stax_network_shapes_and_jit():
         apply(params, X)          # Dropout without a key
 
 
+def test_stax_shapes_with_an_unknown_batch():
+    init, _ = fs.serial(fs.Conv(4, (3, 3), (2, 2), "SAME"), fs.MaxPool((2, 2), (2, 2)),
+                        fs.ConvTranspose(2, (3, 3), (2, 2), "SAME"), fs.AvgPool((2, 2)),
+                        fs.Flatten, fs.Dense(7))
+    shape, _ = init(random.key(0), (-1, 8, 8, 3))
+    assert tuple(shape) == (-1, 7)
+    init, _ = fs.Conv1DTranspose(5, (3,), (2,))
+    assert tuple(init(random.key(0), (-1, 6, 2))[0]) == (-1, 13, 5)
+
+
 def test_stax_batchnorm_and_pools_against_numpy():
     init, apply = fs.BatchNorm(axis=(0, 1, 2))
     _, (beta, gamma) = init(random.key(0), X.shape)
