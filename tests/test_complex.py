@@ -1,15 +1,17 @@
 """Complex numbers: complex64/complex128 arrays, promotion, the elementwise math numpy
-defines on them, their parts, and derivatives with JAX's conventions (the cotangent of a
-complex value pairs with its tangent as Re(ct * t); grad of a real function of z is
-conj of 2 dF/dz-bar... checked here by hand and by finite differences in complex128,
-along the real and the imaginary direction)."""
+defines on them, their parts, numpy's complex rules (lexicographic order, conversions,
+statistics), and derivatives with JAX's conventions: the cotangent of a complex value
+pairs with its tangent as Re(ct * t), so grad of a real f(x + iy) is df/dx - i df/dy,
+and grad(..., holomorphic=True) is f'(z). Checked by hand, against numpy's values, by
+central differences in complex128 along the real and the imaginary direction, in every
+mode (eager, jit's first and compiled call, vmap), and against JAX when installed."""
 import numpy as np
 import pytest
 
 import fnad
 import fnad.numpy as fnp
 from fnad import lax
-from fnad.errors import DTypeError, GradientError
+from fnad.errors import DTypeError
 
 C64, C128 = np.dtype(np.complex64), np.dtype(np.complex128)
 TOL = {C64: dict(rtol=2e-5, atol=2e-6), C128: dict(rtol=1e-12, atol=1e-13),

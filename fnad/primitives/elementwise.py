@@ -7,6 +7,11 @@ and VJP rules of every entry are made from that one derivative, so the two modes
 cannot disagree. Binary primitives broadcast like numpy; their VJPs sum the
 cotangent back to each operand's shape. Every primitive here is declared with
 elementwise_primitive, so they share one vmap rule.
+
+Complex operands follow JAX's convention: a cotangent pairs with a tangent as
+Re(ct * t), with no conjugate, so the holomorphic entries (exp, mul, ...) keep the very
+rules of the real case; the functions that are not holomorphic (abs, sign, real, imag,
+conj, complex) state their own rules at the end of the table.
 """
 import math
 
@@ -508,7 +513,6 @@ def _abs_vjp(g, out, x):
 
 abs_p = elementwise_primitive("abs", abstract_eval=_abs_shape, impl=np.abs, jvp=_abs_jvp,
                               vjp=_abs_vjp, scalar="np.abs({0})")
-
 
 
 def convert(x, new_dtype):

@@ -259,8 +259,9 @@ def _wide_float(dtype):
     """float16 and float32 sums accumulate in float64 (complex64 ones in complex128).
     Adding n values one at a time in float32 errs by up to n * 2**-24 of the sum of
     their magnitudes (about 6% for ten million); in float64 by n * 2**-53, far below
-    the one rounding to float32 at the end. Every mode uses this accumulator (numpy here, the fused loops, the GPU
-    reduction), so they agree to the last bit but for the order of float64 adds."""
+    the one rounding to float32 at the end. Every mode uses this accumulator (numpy
+    here, the fused loops, the GPU reduction), so they agree to the last bit but for
+    the order of float64 adds."""
     return _WIDER.get(dtype, dtype)
 
 
