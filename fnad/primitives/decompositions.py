@@ -22,10 +22,6 @@ from .linalg import (checked, check_matrices, check_square, leading, masked, mm,
 # --------------------------------------------------------------------------- helpers for the
 # decompositions: diagonals, row and column scalings, the reciprocal-gap matrix
 
-def _const_eye(n, dtype):
-    return np.eye(n, dtype=dtype)
-
-
 def _diagonal(x):
     """(..., k, k) -> (..., k)"""
     return reduce_sum(masked(x, np.eye(x.shape[-1], dtype=bool)), (x.ndim - 1,))
@@ -52,7 +48,7 @@ def _gaps(w):
     """F[..., i, j] = 1 / (w_j - w_i) off the diagonal, 0 on it. Equal values give
     inf (and NaN downstream), as JAX's rules do: the derivative does not exist there."""
     k = w.shape[-1]
-    eye = _const_eye(k, w.dtype)
+    eye = np.eye(k, dtype=w.dtype)
     diff = sub_p.bind(S.expand_dims(w, (w.ndim - 1,)), S.expand_dims(w, (w.ndim,)))
     return sub_p.bind(div_p.bind(np.asarray(1, w.dtype), add_p.bind(diff, eye)), eye)
 
@@ -122,8 +118,8 @@ def _eigh_vjp(cts, outs, a, lower):
 
 
 eigh_p = leading("eigh", abstract_eval=_eigh_shape,
-                  impl=checked(_eigh_shape, _eigh_impl),
-                  jvp=_eigh_jvp, vjp=_eigh_vjp, multiple_results=True)
+                 impl=checked(_eigh_shape, _eigh_impl),
+                 jvp=_eigh_jvp, vjp=_eigh_vjp, multiple_results=True)
 
 
 def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True):
@@ -237,7 +233,7 @@ def _svd_vjp(cts, outs, a, full_matrices, compute_uv):
 
 
 svd_p = leading("svd", abstract_eval=_svd_shape, impl=checked(_svd_shape, _svd_impl),
-                 jvp=_svd_jvp, vjp=_svd_vjp, multiple_results=True)
+                jvp=_svd_jvp, vjp=_svd_vjp, multiple_results=True)
 
 
 def svd(x, *, full_matrices=True, compute_uv=True):
@@ -343,7 +339,7 @@ def _qr_vjp(cts, outs, a, full_matrices):
 
 
 qr_p = leading("qr", abstract_eval=_qr_shape, impl=checked(_qr_shape, _qr_impl),
-                jvp=_qr_jvp, vjp=_qr_vjp, multiple_results=True)
+               jvp=_qr_jvp, vjp=_qr_vjp, multiple_results=True)
 
 
 def qr(x, *, pivoting=False, full_matrices=True):
@@ -380,7 +376,7 @@ def _lu_factors(lu):
     no_pad = ((0, 0, 0),) * nb
     zero = np.asarray(0, lu.dtype)
     low = S.pad(_columns(lu, 0, k), zero, no_pad + ((0, 0, 0), (0, m - k, 0)))
-    low = add_p.bind(masked(low, np.tri(m, m, -1, dtype=bool)), _const_eye(m, lu.dtype))
+    low = add_p.bind(masked(low, np.tri(m, m, -1, dtype=bool)), np.eye(m, dtype=lu.dtype))
     rows = S.slice(lu, (0,) * (nb + 2), tuple(lu.shape[:-2]) + (k, n))
     up = S.pad(rows, zero, no_pad + ((0, n - k, 0), (0, 0, 0)))
     extra = np.zeros((n, n), lu.dtype)
@@ -432,7 +428,7 @@ def _lu_vjp(cts, outs, a):
 
 
 lu_p = leading("lu", abstract_eval=_lu_shape, impl=checked(_lu_shape, kernels.lu),
-                jvp=_lu_jvp, vjp=_lu_vjp, multiple_results=True)
+               jvp=_lu_jvp, vjp=_lu_vjp, multiple_results=True)
 
 
 def lu(x):

@@ -218,8 +218,8 @@ def _cholesky_vjp(g, L, a):
 
 
 cholesky_p = leading("cholesky", abstract_eval=_cholesky_shape,
-                      impl=checked(_cholesky_shape, np.linalg.cholesky),
-                      jvp=_cholesky_jvp, vjp=_cholesky_vjp)
+                     impl=checked(_cholesky_shape, np.linalg.cholesky),
+                     jvp=_cholesky_jvp, vjp=_cholesky_vjp)
 
 
 def cholesky(x, *, symmetrize_input=True):
@@ -257,8 +257,8 @@ def _solve_vjp(g, x, a, b, needed=None):
 
 
 solve_p = leading("solve", abstract_eval=_solve_shape,
-                   impl=checked(_solve_shape, np.linalg.solve),
-                   jvp=_solve_jvp, vjp=_solve_vjp, selective_vjp=True)
+                  impl=checked(_solve_shape, np.linalg.solve),
+                  jvp=_solve_jvp, vjp=_solve_vjp, selective_vjp=True)
 
 
 def solve(a, b):
@@ -299,8 +299,8 @@ def _slogdet_vjp(cts, outs, a):
 
 
 slogdet_p = leading("slogdet", abstract_eval=_det_shape("slogdet", True),
-                     impl=checked(_det_shape("slogdet", True), _slogdet_impl),
-                     jvp=_slogdet_jvp, vjp=_slogdet_vjp, multiple_results=True)
+                    impl=checked(_det_shape("slogdet", True), _slogdet_impl),
+                    jvp=_slogdet_jvp, vjp=_slogdet_vjp, multiple_results=True)
 
 
 def slogdet(a):
