@@ -410,3 +410,9 @@ def test_jitted_eval_shape_and_eval_shape_of_scalars():
     assert s == fnad.ShapeDtypeStruct((2,), np.float64)
     with pytest.raises(ValueError, match="sharding"):
         fnad.ShapeDtypeStruct((2,), np.float32, sharding="replicated")
+
+
+def test_jit_options_are_checked_for_every_wrapper():
+    fnad.jit(_power, static_argnums=1)
+    with pytest.raises(ArgnumsError, match="bool"):
+        fnad.jit(_power, static_argnums=True)     # equal to 1, but a slip all the same

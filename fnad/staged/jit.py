@@ -29,7 +29,7 @@ from .staging import stage
 
 class Jitted:
     """The function returned by fnad.jit. Its traces and compiled calls belong to the
-    wrapped function and the jit options (see `_traces_of`), not to this wrapper, so
+    wrapped function and the jit options (see `_setup_of`), not to this wrapper, so
     `jit(f)(x)` written inline traces f once, as in JAX."""
 
     def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
@@ -329,11 +329,9 @@ def _setup_of(fun, given):
                 per_function = _by_function.setdefault(fun, {})
         except TypeError:
             pass
-    try:
-        given_key = ("given",) + tuple(_hashable_option(o) for o in given)
-        setup = per_function.get(given_key) if per_function is not None else None
-    except TypeError:
-        given_key, setup = None, None
+    # (By repr: argnums=True must not find the entry of argnums=1, which equals it.)
+    given_key = ("given", repr(given))
+    setup = per_function.get(given_key) if per_function is not None else None
     if setup is not None:
         return setup
     signature = _signature(fun)
@@ -354,13 +352,9 @@ def _setup_of(fun, given):
         if traces is None:
             traces = per_function.setdefault(options, _Traces())
     setup = (signature, *options, traces)
-    if per_function is not None and given_key is not None:
+    if per_function is not None:
         per_function[given_key] = setup
     return setup
-
-
-def _hashable_option(option):
-    return tuple(option) if isinstance(option, list) else option
 
 
 @register
