@@ -1,4 +1,4 @@
-"""fnad.nn: activations, initializers, layers as (init_fn, apply_fn) pairs, losses."""
+"""fnad.nn: activations, initializers, layers as (init_fn, apply_fn) pairs, losses, attention."""
 from .activations import (  # noqa: F401
     relu, sigmoid, softplus, log_sigmoid, silu, swish, gelu, softmax, log_softmax,
     logsumexp, one_hot, hard_tanh, relu6, leaky_relu, elu, celu, selu, standardize,
