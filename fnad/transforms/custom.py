@@ -8,7 +8,9 @@ its cotangents:
   * the VJP of a custom JVP is the transpose of t -> jvp(x, t);
   * the JVP of a custom VJP is the transpose of g -> bwd(res, g);
   * checkpoint keeps only the inputs for the backward pass and re-runs the
-    function under `vjp` there.
+    function under `vjp` there (fnad.ad_checkpoint adds policies that keep more).
+custom_gradient is a custom_vjp whose fwd returns the vjp function itself;
+checkpoint_name is the identity primitive the checkpoint policies look for.
 """
 import functools
 
