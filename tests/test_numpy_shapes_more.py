@@ -377,3 +377,20 @@ def test_asarray_takes_jax_order_and_device():
         fnp.asarray([1.0], order="Z")
     with pytest.raises(ValueError, match="device_put"):
         fnad.jit(lambda x: fnp.asarray(x, device=cpu))(1.0)
+
+
+@pytest.mark.parametrize("mode", ["clip", "fill"])
+@pytest.mark.parametrize("wrap", [True, False])
+def test_take_along_axis_modes_and_negative_indices(mode, wrap):
+    a = np.arange(12.0).reshape(3, 4)
+    i = np.array([[0, -1], [5, 2], [-5, 3]])
+    rows = np.arange(3)[:, None]
+
+    def reference(k):          # JAX's rule, written out
+        k = np.where(k < 0, k + 4, k) if wrap else k
+        if mode == "clip":
+            return a[rows, np.clip(k, 0, 3)]
+        return np.where((k >= 0) & (k < 4), a[rows, np.clip(k, 0, 3)], np.nan)
+    f = lambda a, i: fnp.take_along_axis(a, i, 1, mode=mode, wrap_negative_indices=wrap)  # noqa: E731
+    same(f(a, i), reference(i))
+    same(fnad.jit(f)(a, i), reference(i))

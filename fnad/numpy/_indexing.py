@@ -507,7 +507,13 @@ def _along_axis_index(shape, indices, axis):
     return tuple(idx)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
+def take_along_axis(arr, indices, axis, mode=None, fill_value=None, *,
+                    wrap_negative_indices=True):
+    """arr's entries at `indices` along axis (numpy's take_along_axis). mode None or
+    "raise": numpy's IndexError for concrete out-of-range indices (traced ones are
+    clamped); "clip": clamped; "fill": fill_value there. With
+    wrap_negative_indices=False (JAX's) a negative index is out of range rather than
+    counted from the end."""
     arr = as_operand(arr)
     indices = _index_like(indices)
     if axis is None:
@@ -515,9 +521,18 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None):
     axis = normalize_axis(axis, arr.ndim)
     if indices.dtype.kind not in "iu":
         raise IndexError(f"take_along_axis: indices must be integers, got {indices.dtype}")
+    if mode not in (None, "raise", "clip", "fill", "promise_in_bounds"):
+        raise ValueError(f"take_along_axis: unknown mode {mode!r}; expected 'raise', "
+                         f"'clip', 'fill' or 'promise_in_bounds'")
+    if not wrap_negative_indices and indices.dtype.kind == "i":
+        n = arr.shape[axis]
+        # out of range at the low end: clamped to 0 ("clip"), else past the end
+        below = 0 if mode == "clip" else n
+        indices = np.where(indices < 0, below, indices) if isinstance(indices, np.ndarray) \
+            else where(indices < 0, np.asarray(below, indices.dtype), indices)
     idx = _along_axis_index(arr.shape, indices, axis)
-    if mode == "fill":
-        return IndexUpdateRef(arr, idx).get(mode="fill", fill_value=fill_value)
+    if mode in ("fill", "clip"):
+        return IndexUpdateRef(arr, idx).get(mode=mode, fill_value=fill_value)
     return getitem(arr, idx)
 
 
