@@ -6,3 +6,12 @@ from .tree_util import (  # noqa: F401
     tree_leaves_with_path as leaves_with_path, tree_flatten_with_path as flatten_with_path,
     tree_broadcast as broadcast, tree_reduce_associative as reduce_associative,
 )
+
+import dataclasses as _dataclasses  # noqa: E402
+
+
+def static(**kwargs):
+    """dataclasses.field(**kwargs) marked static, for tree_util.register_dataclass:
+    the field becomes part of the tree structure instead of a child."""
+    metadata = dict(kwargs.pop("metadata", None) or {}, static=True)
+    return _dataclasses.field(metadata=metadata, **kwargs)

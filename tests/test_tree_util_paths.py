@@ -181,3 +181,14 @@ def test_default_registry():
     leaves, treedef = tu.default_registry.flatten([Pair(1, 2), 3])
     assert leaves == [1, 2, 3] and tu.tree_unflatten(treedef, [4, 5, 6])[0].b == 5
     assert tu.default_registry.flatten_one_level(Pair(7, 8))[0] == (7, 8)
+
+
+def test_tree_static_marks_dataclass_fields():
+    @tu.register_dataclass
+    @dataclasses.dataclass
+    class Op:
+        x: object
+        kind: str = fnad.tree.static(default="add")
+    leaves, treedef = fnad.tree.flatten(Op(1.0))
+    assert leaves == [1.0] and fnad.tree.unflatten(treedef, [2.0]) == Op(2.0, "add")
+    assert fnad.tree.structure(Op(1.0, "mul")) != treedef
