@@ -1,4 +1,6 @@
 """The short `fnad.tree` namespace over `fnad.tree_util`."""
+import dataclasses as _dataclasses
+
 from .tree_util import (  # noqa: F401
     tree_map as map, tree_leaves as leaves, tree_flatten as flatten,
     tree_unflatten as unflatten, tree_structure as structure, tree_reduce as reduce,
@@ -6,9 +8,6 @@ from .tree_util import (  # noqa: F401
     tree_leaves_with_path as leaves_with_path, tree_flatten_with_path as flatten_with_path,
     tree_broadcast as broadcast, tree_reduce_associative as reduce_associative,
 )
-
-import dataclasses as _dataclasses  # noqa: E402
-
 
 def static(**kwargs):
     """dataclasses.field(**kwargs) marked static, for tree_util.register_dataclass:
