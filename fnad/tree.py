@@ -9,6 +9,7 @@ from .tree_util import (  # noqa: F401
     tree_broadcast as broadcast, tree_reduce_associative as reduce_associative,
 )
 
+
 def static(**kwargs):
     """dataclasses.field(**kwargs) marked static, for tree_util.register_dataclass:
     the field becomes part of the tree structure instead of a child."""
