@@ -39,10 +39,19 @@ def _differs(x, y, equal_nan):
     return out
 
 
+def _need_concrete(name, size, *arrays):
+    """Without size=, the inputs themselves must be concrete: say so about them (not
+    about a mask computed from them)."""
+    if size is None:
+        for a in arrays:
+            concrete_or_raise(as_operand(a), name, sized=True)
+
+
 def _runs(ar, axis, equal_nan, size, fill_value, name):
     """The unique pipeline: (values, index, inverse, counts) as fnad values, and the
     number K of unique entries returned."""
     a = as_operand(ar)
+    _need_concrete(name, size, a)
     shape = tuple(a.shape)
     if axis is None:
         a, axis = ravel(a), 0
@@ -223,6 +232,7 @@ def _neighbours(values, valid):
 def union1d(ar1, ar2, *, size=None, fill_value=None):
     """The sorted unique values of both arrays together."""
     ar1, ar2 = promote(ar1, ar2)
+    _need_concrete("union1d", size, ar1, ar2)
     return unique(concatenate([ravel(ar1), ravel(ar2)]), size=size, fill_value=fill_value)
 
 
@@ -232,6 +242,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     return_indices, also the index of each one's first occurrence in the flattened
     ar1 and ar2."""
     ar1, ar2 = promote(ar1, ar2)
+    _need_concrete("intersect1d", size, ar1, ar2)
     u1, valid1, first1 = _padded_unique(ar1, assume_unique)
     u2, valid2, first2 = _padded_unique(ar2, assume_unique)
     values, valid, order = _merged(u1, valid1, u2, valid2)
@@ -258,6 +269,7 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
 def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """The sorted unique values of ar1 not in ar2."""
     ar1, ar2 = promote(ar1, ar2)
+    _need_concrete("setdiff1d", size, ar1, ar2)
     u1, valid1, _ = _padded_unique(ar1, assume_unique)
     keep = E.logical_and(valid1, isin(u1, ar2, invert=True))
     return _set_result(u1, keep, size, fill_value, "setdiff1d")
@@ -267,6 +279,7 @@ def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     """The sorted values in exactly one of the arrays. As in numpy, NaN equals
     nothing here: each array holding a NaN contributes one."""
     ar1, ar2 = promote(ar1, ar2)
+    _need_concrete("setxor1d", size, ar1, ar2)
     u1, valid1, _ = _padded_unique(ar1, assume_unique)
     u2, valid2, _ = _padded_unique(ar2, assume_unique)
     values, valid, _ = _merged(u1, valid1, u2, valid2)
