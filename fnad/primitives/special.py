@@ -15,7 +15,7 @@ from ..errors import GradientError
 from ..kernels.cpu import special as kernels
 from ._rules import add_tangents, broadcasting
 from .elementwise import (
-    unary, exp_p, log_p, sign_p, select_p, max_p, sum_to_shape, broadcast_to,
+    unary, exp_p, log_p, sign_p, select_p, max_p, sin_p, cos_p, sum_to_shape, broadcast_to,
     elementwise_primitive)
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
@@ -67,6 +67,23 @@ def _i1e_deriv(x, y):
 bessel_i1e_p = unary("bessel_i1e", kernels.bessel_i1e, _i1e_deriv, _scalar("bessel_i1e", 1))
 # Dawson's F' = 1 - 2x F
 dawsn_p = unary("dawsn", kernels.dawsn, lambda x, y: 1 - 2 * x * y, _scalar("dawsn", 1))
+
+
+def _si_deriv(x, y):
+    # Si' = sin x / x, 1 at 0
+    zero = x == 0
+    safe = select_p.bind(zero, 1 + 0 * x, x)
+    return select_p.bind(zero, 1 + 0 * x, sin_p.bind(safe) / safe)
+
+
+si_p = unary("si", kernels.si, _si_deriv, _scalar("si", 1))
+# Ci' = cos x / x
+ci_p = unary("ci", kernels.ci, lambda x, y: cos_p.bind(x) / x, _scalar("ci", 1))
+# S' = sin(pi x^2 / 2), C' = cos(pi x^2 / 2)
+fresnel_s_p = unary("fresnel_s", kernels.fresnel_s,
+                    lambda x, y: sin_p.bind((0.5 * math.pi) * x * x), _scalar("fresnel_s", 1))
+fresnel_c_p = unary("fresnel_c", kernels.fresnel_c,
+                    lambda x, y: cos_p.bind((0.5 * math.pi) * x * x), _scalar("fresnel_c", 1))
 # E1' = -e^-x / x, Ei' = e^x / x
 exp1_p = unary("exp1", kernels.exp1, lambda x, y: -exp_p.bind(-x) / x, _scalar("exp1", 1))
 expi_p = unary("expi", kernels.expi, lambda x, y: exp_p.bind(x) / x, _scalar("expi", 1))

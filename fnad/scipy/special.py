@@ -204,6 +204,19 @@ def dawsn(x):
     return S.dawsn_p.bind(x)
 
 
+def sici(x):
+    """(Si(x), Ci(x)): the sine integral int_0^x sin t / t dt and the cosine integral
+    gamma + log|x| + int_0^|x| (cos t - 1) / t dt."""
+    x, = promote_inexact(x)
+    return S.si_p.bind(x), S.ci_p.bind(x)
+
+
+def fresnel(x):
+    """(S(x), C(x)) = int_0^x (sin, cos)(pi t^2 / 2) dt."""
+    x, = promote_inexact(x)
+    return S.fresnel_s_p.bind(x), S.fresnel_c_p.bind(x)
+
+
 def ndtr(x):
     """The standard normal CDF, 0.5 erfc(-x / sqrt 2): accurate in the left tail."""
     x, = promote_inexact(x)
@@ -423,4 +436,4 @@ __all__ = ["gammaln", "gammasgn", "gamma", "loggamma", "digamma", "psi", "polyga
            "comb", "poch", "zeta", "erf", "erfc", "erfinv", "erfcx", "ndtr", "ndtri",
            "log_ndtr", "xlogy", "xlog1py", "entr", "rel_entr", "kl_div", "boxcox",
            "boxcox1p", "i0", "i0e", "i1", "i1e", "exp1", "expi", "expn", "bernoulli", "spence",
-           "dawsn", "logsumexp", "expit", "logit", "softmax", "log_softmax"]
+           "dawsn", "sici", "fresnel", "logsumexp", "expit", "logit", "softmax", "log_softmax"]
