@@ -394,3 +394,17 @@ def test_take_along_axis_modes_and_negative_indices(mode, wrap):
     f = lambda a, i: fnp.take_along_axis(a, i, 1, mode=mode, wrap_negative_indices=wrap)  # noqa: E731
     same(f(a, i), reference(i))
     same(fnad.jit(f)(a, i), reference(i))
+
+
+def test_delete_with_traced_distinct_positions():
+    a = np.arange(12.0).reshape(3, 4)
+    f = lambda a, i: fnp.delete(a, i, axis=1, assume_unique_indices=True)  # noqa: E731
+    same(fnad.jit(f)(a, np.array([3, 0])), np.delete(a, [3, 0], axis=1))
+    same(fnad.jit(f)(a, np.array([-1])), np.delete(a, [-1], axis=1))
+    rows = fnad.vmap(lambda i: fnp.delete(np.arange(5.0), i, assume_unique_indices=True))(
+        np.array([[0, 1], [4, 2]]))
+    same(rows, np.array([[2.0, 3, 4], [0, 1, 3]]))
+    grad = fnad.grad(lambda a: fnp.sum(fnad.jit(f)(a, np.array([1])) ** 2))(a)
+    same(grad, np.where(np.arange(4) == 1, 0.0, 2 * a))
+    with pytest.raises(ConcretizationError, match="assume_unique_indices"):
+        fnad.jit(lambda a, i: fnp.delete(a, i))(a, np.array([1]))

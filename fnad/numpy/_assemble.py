@@ -8,10 +8,13 @@ import operator
 
 import numpy as np
 
+from .. import dtypes
+from ..array import Array
 from ..errors import ConcretizationError, ShapeError
 from ._core import as_operand, asarray, astype, normalize_axis, promote
-from ._indexing import take
-from ._nonzero import concrete_or_raise, concrete_value
+from ._indexing import IndexUpdateRef, take
+from ._nonzero import concrete_or_raise, concrete_value, sized_positions
+from . import _elementwise as E
 from ._products import diag
 from ._shapes import (broadcast_to, concatenate, moveaxis, ravel, reshape, take_range)
 
@@ -100,6 +103,13 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
         arr, axis = ravel(arr), 0
     axis = normalize_axis(axis, arr.ndim)
     n = arr.shape[axis]
+    if not isinstance(obj, slice) and concrete_value(obj) is None:
+        if assume_unique_indices:
+            return _delete_traced(arr, as_operand(obj), axis)
+        raise ConcretizationError(
+            f"delete: the positions are traced by {obj._trace.name}, so the result's length "
+            f"is unknown; pass concrete positions, or assume_unique_indices=True for "
+            f"distinct integer positions (the length is then n - len(positions))")
     positions = _static_positions(obj, "delete", n)
     positions = np.atleast_1d(positions)
     bad = positions[(positions < -n) | (positions >= n)]
@@ -114,6 +124,24 @@ def delete(arr, obj, axis=None, *, assume_unique_indices=False):
     if kept.size and kept[-1] - kept[0] + 1 == kept.size:   # one run: a slice
         return take_range(arr, int(kept[0]), int(kept[-1]) + 1, axis)
     return take(arr, kept, axis=axis)
+
+
+def _delete_traced(arr, obj, axis):
+    """delete with traced, distinct integer positions (JAX's assume_unique_indices):
+    the result's length is known, the kept positions are found by a mask."""
+    if obj.dtype.kind not in "iu":
+        raise IndexError(f"delete: traced positions must be integers, got {obj.dtype}")
+    n = arr.shape[axis]
+    obj = ravel(obj)
+    kept_count = n - obj.shape[0]
+    if kept_count < 0:
+        raise IndexError(f"delete: {obj.shape[0]} distinct positions cannot be deleted from "
+                         f"an axis of length {n}")
+    wrapped = E.where(E.less(obj, 0), obj + n, obj)
+    keep = IndexUpdateRef(Array(np.ones(n, bool)), wrapped).set(np.zeros(obj.shape[0], bool))
+    index_dtype = dtypes.index_dtype(n + 1)
+    kept, = sized_positions(keep, kept_count, [n], [np.arange(n, dtype=index_dtype)])
+    return take(arr, kept, axis=axis, mode="clip")
 
 
 def insert(arr, obj, values, axis=None):
