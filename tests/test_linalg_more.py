@@ -13,6 +13,7 @@ import fnad.numpy as jnp
 import fnad.scipy.linalg as fsl
 from fnad.errors import ShapeError, DTypeError, GradientError
 from fnad.primitives import decompositions as D
+from fnad.primitives import linalg as L
 from fnad.primitives import nonsymmetric as N
 from fnad.test_util import check_grads
 
@@ -623,6 +624,44 @@ def test_gradients_match_jax():
                                rtol=1e-9)
 
 
+def _tridiagonal(dl, d, du):
+    m = d.shape[-1]
+    # row i holds dl[i], d[i], du[i]
+    return (d[..., :, None] * np.eye(m) + dl[..., :, None] * np.eye(m, k=-1)
+            + du[..., :, None] * np.eye(m, k=1))
+
+
+@pytest.mark.parametrize("m", [1, 2, 5])
+def test_tridiagonal_solve(m):
+    tri = fnad.lax.linalg.tridiagonal_solve
+    dl, d, du = rng.standard_normal((3, 2, m))
+    b = rng.standard_normal((2, m, 3))
+    t = _tridiagonal(dl, d, du)
+    want = np.linalg.solve(t, b)        # no diagonal dominance: pivoting is needed
+    np.testing.assert_allclose(tri(dl, d, du, b), want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fnad.jit(tri)(dl, d, du, b), want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fnad.vmap(tri)(dl, d, du, b), want, rtol=1e-9, atol=1e-12)
+    check_grads(tri, (dl * 0.5, d + 3, du * 0.5, b), 2)      # well conditioned
+    # dl[0] and du[-1] are not read: no value depends on them, no cotangent reaches them
+    grads = fnad.grad(lambda *a: jnp.sum(tri(*a) ** 2), argnums=(0, 2))(dl, d + 3, du, b)
+    np.testing.assert_array_equal(np.asarray(grads[0])[..., 0], 0)
+    np.testing.assert_array_equal(np.asarray(grads[1])[..., -1], 0)
+
+
+def test_tridiagonal_solve_pivots_and_errors():
+    tri = fnad.lax.linalg.tridiagonal_solve
+    dl, d, du = np.array([0., 1, 1]), np.array([0., 0, 1]), np.array([1., 1, 0])
+    b = np.ones((3, 1))           # a zero first pivot: only row exchanges solve it
+    np.testing.assert_allclose(tri(dl, d, du, b), np.linalg.solve(_tridiagonal(dl, d, du), b),
+                               atol=1e-15)
+    with pytest.raises(np.linalg.LinAlgError):
+        tri(np.zeros(2), np.zeros(2), np.zeros(2), np.ones((2, 1)))
+    with pytest.raises(ShapeError, match=r"du must have shape \(3,\)"):
+        tri(np.ones(3), np.ones(3), np.ones(2), np.ones((3, 1)))
+    with pytest.raises(DTypeError, match="one dtype"):
+        tri(np.ones(3, np.float32), np.ones(3), np.ones(3), np.ones((3, 1)))
+
+
 # --------------------------------------------------------------------------- jit and vmap
 
 def test_jit_and_vmap_agree_with_eager():
@@ -710,6 +749,8 @@ def test_cuda_decompositions_match_the_cpu():
     cuda_util.check_primitive(N.eig_p, square, compute_left_eigenvectors=True,
                               compute_right_eigenvectors=True)
     cuda_util.check_primitive(N.sqrtm_p, square @ np.swapaxes(square, -1, -2))
+    dl, d, du = np.moveaxis(square[:, :3], 1, 0)
+    cuda_util.check_primitive(L.tridiagonal_solve_p, dl, d + 3, du, square[:, :, :2].copy())
 
 
 def test_decompositions_inside_a_compiled_loop():

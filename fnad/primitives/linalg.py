@@ -1,5 +1,5 @@
-"""Linear algebra: cholesky, triangular_solve, solve, slogdet and det, and the kit
-the decompositions (decompositions.py) share with them.
+"""Linear algebra: cholesky, triangular_solve, solve, tridiagonal_solve, slogdet and det,
+and the kit the decompositions (decompositions.py) share with them.
 
 Every primitive acts on the last two axes and maps over the leading ones, which
 its operands must share (broadcasting them is fnad.numpy's job). The derivative
@@ -320,3 +320,105 @@ det_p = leading(
 
 def det(a):
     return det_p.bind(a)
+
+
+# --------------------------------------------------------------------------- tridiagonal_solve
+#
+# X = T^-1 B for the tridiagonal T of subdiagonal dl[1:], diagonal d, superdiagonal
+# du[:-1] (dl[0] and du[-1] unread, as LAPACK's gtsv and JAX's). As for solve:
+#     dX = T^-1 (dB - dT X)           ct_B = T^-T G,  ct_T = -ct_B X^T on T's three diagonals
+# T^T is tridiagonal too: its subdiagonal is du shifted down one, its superdiagonal dl
+# shifted up one.
+
+def _tridiagonal_shape(dl, d, du, b):
+    check_matrices("tridiagonal_solve", ("b", b))
+    for what, v in (("dl", dl), ("d", d), ("du", du)):
+        if v.dtype != b.dtype:
+            raise DTypeError(f"tridiagonal_solve: {what} and b must have one dtype, got "
+                             f"{v} and {b}")
+        if tuple(v.shape) != tuple(b.shape[:-1]):
+            raise ShapeError(f"tridiagonal_solve: {what} must have shape "
+                             f"{tuple(b.shape[:-1])} (b's without its last axis), got "
+                             f"{tuple(v.shape)}")
+    return ShapedArray(b.shape, b.dtype)
+
+
+def _shift(v, down):
+    """v moved one place along its last axis, a zero entering: down (v[i - 1]) or up."""
+    nb = v.ndim - 1
+    m = v.shape[-1]
+    zero = np.asarray(0, v.dtype)
+    if down:
+        kept = S.slice(v, (0,) * (nb + 1), tuple(v.shape[:-1]) + (m - 1,))
+        return S.pad(kept, zero, ((0, 0, 0),) * nb + ((1, 0, 0),))
+    kept = S.slice(v, (0,) * nb + (1,), tuple(v.shape))
+    return S.pad(kept, zero, ((0, 0, 0),) * nb + ((0, 1, 0),))
+
+
+def _rows_times(v, x):
+    """v[..., i] * x[..., i, :]"""
+    return mul_p.bind(S.expand_dims(v, (v.ndim,)), x)
+
+
+def _tridiagonal_matmul(dl, d, du, x):
+    """T x, T's rows read as dl[i] x[i - 1] + d[i] x[i] + du[i] x[i + 1]."""
+    nb = x.ndim - 2
+    m, k = x.shape[-2:]
+    zero = np.asarray(0, x.dtype)
+    no_pad = ((0, 0, 0),) * nb
+    above = S.pad(S.slice(x, (0,) * (nb + 2), tuple(x.shape[:-2]) + (m - 1, k)), zero,
+                  no_pad + ((1, 0, 0), (0, 0, 0)))     # x[i - 1]
+    below = S.pad(S.slice(x, (0,) * nb + (1, 0), tuple(x.shape)), zero,
+                  no_pad + ((0, 1, 0), (0, 0, 0)))     # x[i + 1]
+    first = masked(dl, np.arange(m) > 0)
+    last = masked(du, np.arange(m) < m - 1)
+    return add_p.bind(add_p.bind(_rows_times(first, above), _rows_times(d, x)),
+                      _rows_times(last, below))
+
+
+def _tridiagonal_jvp(primals, tangents):
+    dl, d, du, b = primals
+    x = tridiagonal_solve_p.bind(dl, d, du, b)
+    t_dl, t_d, t_du, t_b = tangents
+    rhs = t_b
+    if any(t is not None for t in (t_dl, t_d, t_du)):
+        zeros = np.zeros(tuple(d.shape), d.dtype)
+        moved = _tridiagonal_matmul(*(zeros if t is None else t for t in (t_dl, t_d, t_du)),
+                                    x)
+        rhs = neg_p.bind(moved) if rhs is None else sub_p.bind(rhs, moved)
+    return x, tridiagonal_solve_p.bind(dl, d, du, rhs)
+
+
+def _tridiagonal_vjp(g, x, dl, d, du, b, needed=None):
+    ct_b = tridiagonal_solve_p.bind(_shift(du, down=True), d, _shift(dl, down=False), g)
+    if needed is not None and not any(needed[:3]):
+        return None, None, None, ct_b
+    nb = x.ndim - 2
+
+    def pairing(shift):
+        # -sum_n ct_b[i, n] x[i + shift, n]
+        m, k = x.shape[-2:]
+        zero = np.asarray(0, x.dtype)
+        if shift == 0:
+            other = x
+        elif shift < 0:
+            other = S.pad(S.slice(x, (0,) * (nb + 2), tuple(x.shape[:-2]) + (m - 1, k)), zero,
+                          ((0, 0, 0),) * nb + ((1, 0, 0), (0, 0, 0)))
+        else:
+            other = S.pad(S.slice(x, (0,) * nb + (1, 0), tuple(x.shape)), zero,
+                          ((0, 0, 0),) * nb + ((0, 1, 0), (0, 0, 0)))
+        return neg_p.bind(reduce_sum(mul_p.bind(ct_b, other), (x.ndim - 1,)))
+
+    return pairing(-1), pairing(0), pairing(1), ct_b
+
+
+tridiagonal_solve_p = leading(
+    "tridiagonal_solve", abstract_eval=_tridiagonal_shape,
+    impl=checked(_tridiagonal_shape, kernels.tridiagonal_solve),
+    jvp=_tridiagonal_jvp, vjp=_tridiagonal_vjp, selective_vjp=True)
+
+
+def tridiagonal_solve(dl, d, du, b):
+    """lax.linalg.tridiagonal_solve: x with T x = b, T of subdiagonal dl[..., 1:],
+    diagonal d and superdiagonal du[..., :-1], b (..., m, n)."""
+    return tridiagonal_solve_p.bind(dl, d, du, b)

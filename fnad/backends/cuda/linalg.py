@@ -243,11 +243,12 @@ def _slogdet(a):
 
 # --------------------------------------------------------------------------- decompositions
 #
-# The decompositions (decompositions.py, nonsymmetric.py) run on the host: a
-# one-thread-per-matrix Jacobi or Householder kernel would be slower than LAPACK on the
-# host for all but huge batches of tiny matrices, and its rounding (signs of singular vectors, pivot choices on ties) would
-# differ from the cpu's, so cpu and GPU results could disagree beyond rounding. The
-# copies are explicit, per call, and the results come back to the operands' device.
+# The decompositions (decompositions.py, nonsymmetric.py) and tridiagonal_solve run on
+# the host: a one-thread-per-matrix Jacobi or Householder kernel would be slower than
+# LAPACK on the host for all but huge batches of tiny matrices, and its rounding (signs
+# of singular vectors, pivot choices on ties) would differ from the cpu's, so cpu and
+# GPU results could disagree beyond rounding. The copies are explicit, per call, and
+# the results come back to the operands' device.
 
 def _on_host(prim):
     def run(*values, **params):
@@ -259,5 +260,6 @@ def _on_host(prim):
 
 
 for _prim in (D.eigh_p, D.svd_p, D.qr_p, D.lu_p, D.lu_pivots_to_permutation_p, N.eig_p,
-              N.hessenberg_p, N.schur_p, N.rsf2csf_p, N.sqrtm_p, N.parlett_p):
+              N.hessenberg_p, N.schur_p, N.rsf2csf_p, N.sqrtm_p, N.parlett_p,
+              L.tridiagonal_solve_p):
     implements(_prim, complex_ok=True)(_on_host(_prim))      # numpy's kernels

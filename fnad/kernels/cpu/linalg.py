@@ -409,3 +409,73 @@ def parlett(t, f_diagonal):
                 fb[i, j] = s / den if den != 0 else s
                 gap[index] = min(gap[index], abs(den))
     return [f, gap]
+
+
+# --------------------------------------------------------------------------- tridiagonal
+
+@numba.njit(cache=True)
+def _gtsv(dl, d, du, x):
+    """Solve each tridiagonal system T[b] y = x[b] in place (LAPACK gtsv's elimination
+    with partial pivoting: a row swap moves a second superdiagonal into play). dl[b, 0]
+    and du[b, m - 1] are not read. Returns 1 for a batch whose pivot is exactly 0."""
+    nbatch, m, k = x.shape
+    failed = 0
+    for b in range(nbatch):
+        diag = d[b].copy()
+        up = np.zeros(m, d.dtype)
+        up2 = np.zeros(m, d.dtype)
+        low = np.zeros(m, d.dtype)
+        for i in range(m - 1):
+            up[i] = du[b, i]
+            low[i + 1] = dl[b, i + 1]
+        singular = False
+        for i in range(m - 1):
+            if abs(diag[i]) >= abs(low[i + 1]):
+                if diag[i] == 0:
+                    singular = True
+                    break
+                f = low[i + 1] / diag[i]
+                diag[i + 1] -= f * up[i]
+                for c in range(k):
+                    x[b, i + 1, c] -= f * x[b, i, c]
+                low[i + 1] = 0.0
+            else:
+                # swap rows i and i + 1: row i gains a second superdiagonal entry
+                f = diag[i] / low[i + 1]
+                diag[i] = low[i + 1]
+                t = diag[i + 1]
+                diag[i + 1] = up[i] - f * t
+                if i < m - 2:
+                    up2[i] = up[i + 1]
+                    up[i + 1] = -f * up2[i]
+                up[i] = t
+                for c in range(k):
+                    t = x[b, i, c]
+                    x[b, i, c] = x[b, i + 1, c]
+                    x[b, i + 1, c] = t - f * x[b, i + 1, c]
+        if singular or diag[m - 1] == 0:
+            failed = 1
+            continue
+        for c in range(k):
+            for step in range(m):
+                i = m - 1 - step
+                s = x[b, i, c]
+                if i + 1 < m:
+                    s -= up[i] * x[b, i + 1, c]
+                if i + 2 < m:
+                    s -= up2[i] * x[b, i + 2, c]
+                x[b, i, c] = s / diag[i]
+    return failed
+
+
+def tridiagonal_solve(dl, d, du, b):
+    """lax.linalg.tridiagonal_solve on numpy arrays: x with T x = b for T of
+    subdiagonal dl[..., 1:], diagonal d and superdiagonal du[..., :-1]; b (..., m, n).
+    A singular T raises numpy.linalg.LinAlgError."""
+    m, k = b.shape[-2:]
+    nbatch = int(np.prod(b.shape[:-2], dtype=np.int64))
+    x = np.array(b.reshape((nbatch, m, k)), order="C", copy=True)
+    flat = [np.ascontiguousarray(v.reshape((nbatch, m))) for v in (dl, d, du)]
+    if x.size and _gtsv(*flat, x):
+        raise np.linalg.LinAlgError("Singular matrix")
+    return x.reshape(b.shape)
