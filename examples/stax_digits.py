@@ -1,9 +1,9 @@
 """A convolutional digit classifier written against JAX's example libraries.
 
-This is the classic `jax.example_libraries` MNIST script -- stax layers, an
-(init, update, get_params) optimizer from `optimizers`, a jitted update step -- run on
-fnad with the imports changed and nothing else: the bundled 8x8 digits stand in for
-MNIST (fnad.datasets.digits, no download).
+Written the way `jax.example_libraries` code is -- stax layers, an (init, update,
+get_params) optimizer from `optimizers`, a jitted update step -- so that the only
+fnad-specific lines are the imports and the dataset: the bundled 8x8 digits
+(fnad.datasets.digits, no download) stand in for MNIST.
 
     python examples/stax_digits.py [--quick]
 """
