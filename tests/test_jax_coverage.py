@@ -36,7 +36,7 @@ MODULES = {
 
 # Floors: the least share of each module's names fnad must have (issue 13's targets).
 FLOORS = {
-    "jax.numpy": 0.86,
+    "jax.numpy": 0.84,
     "jax.numpy.linalg": 1.0,
     "jax.numpy.fft": 1.0,
     "jax.scipy.special": 0.73,
