@@ -6,6 +6,8 @@ import numpy as np
 from ..array import Array
 from ..core import Tracer
 from ..primitives import elementwise as E
+from ..primitives import reduce as R
+from ..primitives import shape as S
 from ._core import as_operand, promote_inexact
 
 __all__ = ["real", "imag", "conj", "conjugate", "angle", "iscomplexobj", "isrealobj",
@@ -71,3 +73,29 @@ def arccosh(x):
 
 
 acosh = arccosh
+
+
+def lexicographic_extremum(z, axes, largest):
+    """numpy's max (largest) or min of complex z over `axes`: in lexicographic order
+    (real parts first, then imaginary), or, where the group holds a NaN in either part,
+    its first such element in row-major order. Composed of real reductions, which the
+    primitives order; z's reduced axes are flattened into a last one first."""
+    kept = [d for d in range(z.ndim) if d not in axes]
+    n = 1
+    for d in axes:
+        n *= z.shape[d]
+    z = S.reshape(S.transpose(z, kept + list(axes)), tuple(z.shape[d] for d in kept) + (n,))
+    last = z.ndim - 1
+    re, im = E.real_p.bind(z), E.imag_p.bind(z)
+    extremum = R.reduce_max_p if largest else R.reduce_min_p
+    best_re = extremum.bind(re, axes=(last,))
+    ties = E.eq_p.bind(re, S.expand_dims(best_re, (last,)))
+    beyond = np.asarray(-np.inf if largest else np.inf, re.dtype)
+    best_im = extremum.bind(E.select_p.bind(ties, im, beyond), axes=(last,))
+    best = E.complex_p.bind(best_re, best_im)
+    nan = E.or_p.bind(E.ne_p.bind(re, re), E.ne_p.bind(im, im))
+    count = R.cumsum(E.convert_element_type_p.bind(nan, new_dtype=np.dtype(np.int32)), last)
+    first = E.and_p.bind(nan, E.eq_p.bind(count, np.ones((), np.int32)))
+    first_nan = R.reduce_sum(E.select_p.bind(first, z, np.zeros((), z.dtype)), (last,))
+    has_nan = R.reduce_max_p.bind(nan, axes=(last,))
+    return E.select_p.bind(has_nan, first_nan, best)
