@@ -662,6 +662,30 @@ def test_tridiagonal_solve_pivots_and_errors():
         tri(np.ones(3, np.float32), np.ones(3), np.ones(3), np.ones((3, 1)))
 
 
+def test_lax_linalg_compositions():
+    lax_linalg = fnad.lax.linalg
+    a, c = rng.standard_normal((5, 3)), rng.standard_normal((5, 5))
+    np.testing.assert_allclose(lax_linalg.symmetric_product(a, c, alpha=2.0, beta=0.5),
+                               2 * a @ a.T + 0.5 * c, rtol=1e-12)
+    sym = np.asarray(lax_linalg.symmetric_product(a, c, beta=1.0, symmetrize_output=True))
+    np.testing.assert_allclose(sym, sym.T)
+    np.testing.assert_allclose(np.tril(sym), np.tril(a @ a.T + c), rtol=1e-12)
+    spd = a.T @ a + np.eye(3)
+    r, w = np.linalg.cholesky(spd).T, rng.standard_normal(3)
+    updated = np.asarray(lax_linalg.cholesky_update(r, w))
+    np.testing.assert_allclose(updated.T @ updated, spd + np.outer(w, w), rtol=1e-12)
+    np.testing.assert_array_equal(np.tril(updated, -1), 0)
+    check_grads(lax_linalg.cholesky_update, (r, w), 1)
+    # numpy's raw QR leaves LAPACK's reflectors (transposed) and their taus
+    x = rng.standard_normal((2, 5, 3))
+    raw = [np.linalg.qr(xi, mode="raw") for xi in x]
+    h = np.stack([r_.T for r_, _ in raw])
+    taus = np.stack([t for _, t in raw])
+    np.testing.assert_allclose(lax_linalg.householder_product(h, taus), np.linalg.qr(x)[0],
+                               atol=1e-12)
+    check_grads(lax_linalg.householder_product, (h[0], taus[0]), 1)
+
+
 # --------------------------------------------------------------------------- jit and vmap
 
 def test_jit_and_vmap_agree_with_eager():
