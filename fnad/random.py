@@ -704,7 +704,7 @@ def _marsaglia_tsang(key, alpha, shape, dtype):
         k, rounds, v, done = state
         keys = random_split(k, (3,))
         x = normal(keys[1], shape, dtype)
-        u = _uniform(keys[2], shape, dtype, 0.0, 1.0)
+        u = _open_uniform(keys[2], shape, dtype)   # log u finite: no 0 in the draws
         cube = (1 + c * x) ** 3
         positive = cube > 0
         safe = jnp.where(positive, cube, 1)
