@@ -477,9 +477,11 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     return jnp.reshape(result, out_shape)
 
 
-def categorical(key, logits, axis=-1, shape=None):
+def categorical(key, logits, axis=-1, shape=None, replace=True):
     """Indices drawn with probabilities softmax(logits) along `axis` (the Gumbel-max
-    trick: argmax of logits + Gumbel noise)."""
+    trick: argmax of logits + Gumbel noise). With replace=False, the draws that
+    `shape` adds in front of the batch are distinct: the top k of one set of noisy
+    logits (Gumbel top-k), so each draw follows softmax over the categories left."""
     key = _check_key("categorical", key)
     logits = logits if isinstance(logits, (Array, Tracer)) else jnp.asarray(logits)
     if logits.dtype.kind != "f":
@@ -488,11 +490,24 @@ def categorical(key, logits, axis=-1, shape=None):
     batch_shape = tuple(np.delete(logits.shape, axis))
     shape = batch_shape if shape is None else _shape("categorical", shape, batch_shape)
     prefix = shape[:len(shape) - len(batch_shape)]
+    if not replace:
+        return _categorical_distinct(key, logits, axis, prefix, batch_shape)
     noise_shape = list(shape[len(shape) - len(batch_shape):])
     noise_shape.insert(axis, logits.shape[axis])
     noise = gumbel(key, prefix + tuple(noise_shape), logits.dtype)
     expanded = jnp.reshape(logits, (1,) * len(prefix) + tuple(logits.shape))
     return jnp.argmax(noise + expanded, axis=axis - logits.ndim)
+
+
+def _categorical_distinct(key, logits, axis, prefix, batch_shape):
+    draws, classes = math.prod(prefix), logits.shape[axis]
+    if draws > classes:
+        raise ValueError(f"categorical: cannot take {draws} distinct samples (shape "
+                         f"prefix {prefix}) from {classes} categories with replace=False")
+    scores = gumbel(key, tuple(logits.shape), logits.dtype) + logits
+    order = jnp.argsort(-scores, axis=axis)
+    top = jnp.moveaxis(jnp.take_range(order, 0, draws, axis), axis, 0)
+    return jnp.reshape(top, prefix + batch_shape)
 
 
 def gumbel(key, shape=(), dtype=None):

@@ -325,3 +325,20 @@ def test_counts_saturate_instead_of_wrapping():
         random.geometric(KEY, 0.5, dtype=np.uint8)
     out = np.asarray(random.binomial(KEY, np.array([np.inf, 1e15]), 0.5))
     assert np.isnan(out[0]) and abs(out[1] - 5e14) < 6 * math.sqrt(2.5e14)
+
+
+def test_categorical_without_replacement():
+    p = np.array([0.1, 0.2, 0.7])
+    keys = random.split(random.key(1), N)
+    d = np.asarray(fnad.vmap(lambda k: random.categorical(k, np.log(p), shape=(2,),
+                                                          replace=False))(keys))
+    assert np.all(d[:, 0] != d[:, 1])
+    np.testing.assert_allclose(np.bincount(d[:, 0], minlength=3) / N, p, atol=0.012)
+    # the second draw follows softmax over the categories left after the first
+    second = [sum(p[j] * p[i] / (1 - p[j]) for j in range(3) if j != i) for i in range(3)]
+    np.testing.assert_allclose(np.bincount(d[:, 1], minlength=3) / N, second, atol=0.012)
+    logits = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]]))
+    out = np.asarray(random.categorical(KEY, logits, axis=0, shape=(2, 3), replace=False))
+    assert out.shape == (2, 3) and np.all(out[0] != out[1])
+    with pytest.raises(ValueError, match="distinct"):
+        random.categorical(KEY, logits, shape=(4, 2), replace=False)
