@@ -10,8 +10,9 @@ model written for it (and its parameters) works here. fnad.nn is the richer vers
 (explicit BatchNorm state, train=False, clear shape errors); where the two agree
 this module hands out fnad.nn's layers. Differences from fnad.nn kept for JAX's
 sake: Dropout's `rate` is the probability of *keeping* a value, BatchNorm always
-normalizes with the batch's statistics and its params are (beta, gamma), the
-convolution bias is shaped (1, 1, 1, out_chan), and random keys go in `rng=`.
+normalizes with the batch's statistics and its params are (beta, gamma), a
+convolution's bias has the output's rank (ones but on the channel axis: (1, 1, 1, C)
+for NHWC), and random keys go in `rng=`.
 """
 import math
 
@@ -39,7 +40,7 @@ def _shape_of(fun, input_shape, *args):
     def shape_with(n):
         x = ShapeDtypeStruct(tuple(n if d == -1 else d for d in input_shape),
                              np.dtype(np.float32))
-        return tuple(eval_shape(lambda *a: fun(*a), *args, x).shape)
+        return tuple(eval_shape(fun, *args, x).shape)
     one = shape_with(1)
     if -1 not in tuple(input_shape):
         return one
