@@ -224,25 +224,29 @@ def multi_dot(arrays):
 
 # --------------------------------------------------------------------------- decompositions
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
     """SVDResult(U, S, Vh) with a = U diag(S) Vh, S descending; S alone when compute_uv
     is False. hermitian: a is symmetric, and its eigendecomposition gives the factors
-    (S = |eigenvalues|), as numpy does."""
+    (S = |eigenvalues|), as numpy does. subset_by_index (start, end), JAX's: only those
+    singular values (descending order) and their vectors (needs full_matrices=False)."""
     a, = _as_matrices("svd", a)
     _matrix("svd", a)
-    if hermitian:
-        v, w = D.eigh(a)
-        s = abs(w)
-        order = flip(argsort(s, axis=-1), axis=-1)
-        s = take_along_axis(s, order, axis=-1)
-        if not compute_uv:
-            return s
-        u = take_along_axis(v, expand_dims(order, -2), axis=-1)
-        signs = take_along_axis(E.sign(w), order, axis=-1)
-        return SVDResult(u, s, matrix_transpose(u * expand_dims(signs, -2)))
+    if not hermitian:
+        out = D.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
+                    subset_by_index=subset_by_index)
+        return SVDResult(*out) if compute_uv else out
+    v, w = D.eigh(a)
+    s = abs(w)
+    order = flip(argsort(s, axis=-1), axis=-1)
+    if subset_by_index is not None:
+        start, stop = subset_by_index
+        order = order[..., start:stop]
+    s = take_along_axis(s, order, axis=-1)
     if not compute_uv:
-        return D.svd(a, compute_uv=False)
-    return SVDResult(*D.svd(a, full_matrices=full_matrices))
+        return s
+    u = take_along_axis(v, expand_dims(order, -2), axis=-1)
+    signs = take_along_axis(E.sign(w), order, axis=-1)
+    return SVDResult(u, s, matrix_transpose(u * expand_dims(signs, -2)))
 
 
 def svdvals(x):

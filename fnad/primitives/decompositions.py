@@ -122,13 +122,34 @@ eigh_p = leading("eigh", abstract_eval=_eigh_shape,
                  jvp=_eigh_jvp, vjp=_eigh_vjp, multiple_results=True)
 
 
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True):
+def _subset(name, subset_by_index, k):
+    """(start, stop) of subset_by_index, checked, or None for all k."""
+    if subset_by_index is None:
+        return None
+    start, stop = (int(i) for i in subset_by_index)
+    if not 0 <= start <= stop <= k:
+        raise ValueError(f"{name}: subset_by_index must be (start, end) with "
+                         f"0 <= start <= end <= {k}, got {tuple(subset_by_index)}")
+    return start, stop
+
+
+def _take_last(x, start, stop):
+    """x[..., start:stop]"""
+    return S.slice(x, (0,) * (x.ndim - 1) + (start,), tuple(x.shape[:-1]) + (stop,))
+
+
+def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
+         subset_by_index=None):
     """lax.linalg.eigh: (v, w) with x = v diag(w) v^T, w ascending (always sorted, which
     sort_eigenvalues=False permits). With symmetrize_input, decomposes (x + x^T) / 2;
-    otherwise reads only the lower (or upper) triangle of x."""
+    otherwise reads only the lower (or upper) triangle of x. subset_by_index (start,
+    end): only the eigenvalues of those (ascending) indices and their vectors."""
     if symmetrize_input:
         x = div_p.bind(add_p.bind(x, mT(x)), np.asarray(2, x.dtype))
     v, w = eigh_p.bind(x, lower=bool(lower))
+    subset = _subset("eigh", subset_by_index, x.shape[-1])
+    if subset is not None:
+        v, w = _columns(v, *subset), _take_last(w, *subset)
     return v, w
 
 
@@ -236,10 +257,18 @@ svd_p = leading("svd", abstract_eval=_svd_shape, impl=checked(_svd_shape, _svd_i
                 jvp=_svd_jvp, vjp=_svd_vjp, multiple_results=True)
 
 
-def svd(x, *, full_matrices=True, compute_uv=True):
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None):
     """lax.linalg.svd: (u, s, vh) with x = u diag(s) vh, s descending, or s alone when
-    compute_uv is False."""
+    compute_uv is False. subset_by_index (start, end): only the singular values of
+    those (descending) indices and their vectors; needs full_matrices=False."""
+    subset = _subset("svd", subset_by_index, min(x.shape[-2:]))
+    if subset is not None and full_matrices and compute_uv:
+        raise ValueError("svd: subset_by_index needs full_matrices=False")
     out = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if subset is not None:
+        out = [_take_last(out[0], *subset)] + (
+            [_columns(out[1], *subset), mT(_columns(mT(out[2]), *subset))] if compute_uv
+            else [])
     if not compute_uv:
         return out[0]
     s, u, vt = out
