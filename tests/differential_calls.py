@@ -643,3 +643,193 @@ STATISTICS_CALLS = _quantile_cases() + [
 ]
 
 CASES += STATISTICS_CALLS
+
+
+# differences, signals, creation, vector products, polynomials
+def _in_float(values):
+    """Fixed values in the case's dtype, or float32 for integer cases."""
+    return lambda dtype, rng: np.asarray(values, dtype if dtype.kind == "f" else F32)
+
+
+COORDS = _in_float([0.0, 0.5, 1.5, 1.75, 3.0, 4.5])
+XP = _in_float([-1.0, 0.0, 0.5, 0.5, 2.0, 3.0])
+
+
+def _save_load(lib):
+    def roundtrip(a):
+        buffer = __import__("io").BytesIO()
+        lib.save(buffer, a)
+        buffer.seek(0)
+        return lib.load(buffer)
+    return roundtrip
+
+
+def _savez_load(lib):
+    def roundtrip(a, b):
+        buffer = __import__("io").BytesIO()
+        lib.savez(buffer, a, second=b)
+        buffer.seek(0)
+        files = lib.load(buffer)
+        return np.asarray(files["arr_0"]), np.asarray(files["second"])
+    return roundtrip
+
+
+def _text_codes(text):
+    return np.frombuffer(text.encode(), np.uint8)
+
+
+def _repr(lib):
+    if lib is np:
+        return lambda a: _text_codes("Array" + np.array_repr(a)[len("array"):])
+    return lambda a: _text_codes(lib.array_repr(a))
+
+
+def _printoptions(lib):
+    def f():
+        before = lib.get_printoptions()["precision"]
+        with lib.printoptions(precision=3):
+            inside = lib.get_printoptions()["precision"]
+        lib.set_printoptions(precision=5)
+        changed = lib.get_printoptions()["precision"]
+        lib.set_printoptions(precision=before)
+        return np.asarray([inside, changed, lib.get_printoptions()["precision"]])
+    return f
+
+
+MORE_CALLS_2 = [
+    call("numpy", fnp, "diff", [("2-d", [D((3, 5))]), ("strided", [T(5, 3)])], NUM,
+         kw=dict(n=2, axis=1), specials=specials_2d),
+    call("numpy", fnp, "diff", [("2-d", [D((3, 5)), D((3, 1)), D((3, 2))])], ALL,
+         adapt=lambda lib: (lambda a, p, q: lib.diff(a, axis=-1, prepend=p, append=q)),
+         label="prepend append"),
+    call("numpy", fnp, "ediff1d", [("2-d", [D((2, 3)), D((2,)), D((1,))])], NUM,
+         adapt=lambda lib: (lambda a, b, e: lib.ediff1d(a, to_end=e, to_begin=b))),
+    call("numpy", fnp, "gradient", [("2-d", [D((3, 5))])], I32F, "float", kw=dict(axis=1)),
+    call("numpy", fnp, "gradient", [("2-d", [D((6, 3)), COORDS])], I32F, "float",
+         adapt=lambda lib: (lambda f, x: lib.gradient(f, x, 0.5, edge_order=2)),
+         label="coordinates edge_order=2", jax=None),  # JAX has no edge_order=2
+    call("numpy", fnp, "trapezoid", [("2-d", [D((3, 6)), COORDS])], I32F, "float",
+         adapt=lambda lib: (lambda y, x: lib.trapezoid(y, x))),
+    call("numpy", fnp, "trapezoid", [("2-d", [D((4, 3))])], I32F, "float", kw=dict(dx=0.25, axis=0),
+         label="dx"),
+    call("numpy", fnp, "unwrap", [("2-d", [D((2, 12), domain=Domain(
+        "phase steps", lambda r, n: np.cumsum(r.normal(0, 2.5, n)),
+        lambda r, n: np.cumsum(r.integers(-5, 6, n))))])], (F32, F64), "float"),
+    call("numpy", fnp, "interp", [("points", [D((3, 4), domain=Domain(
+        "around xp", lambda r, n: r.uniform(-2, 4, n), lambda r, n: r.integers(-2, 5, n))),
+        XP, D((6,))])], F3264, "same", data_args=(0, 2), batched=(0,),
+         jax=None),  # JAX's float64 interp is off numpy's by ~1e-8 here; numpy decides
+    call("numpy", fnp, "interp", [("points", [D((5,)), _in_float([350.0, 10.0, 90.0]),
+                                             _in_float([1.0, 2.0, 3.0])])], F3264,
+         "same", adapt=lambda lib: (lambda x, xp, fp: lib.interp(x, xp, fp, period=360)),
+         label="period", tol=16, **NOGRAD),  # x mod 360 rounds in float32
+    call("numpy", fnp, "convolve", [("long first", [D((7,)), D((3,))]),
+                                    ("short first", [D((2,)), D((5,))])], ALL, "float", scale="abs",
+         tol=16),
+    call("numpy", fnp, "convolve", [("long first", [D((7,)), D((4,))])], NUM, "float", scale="abs",
+         tol=16, kw=dict(mode="same"), label="same"),
+    call("numpy", fnp, "correlate", [("long first", [D((7,)), D((3,))]),
+                                     ("short first", [D((4,)), D((6,))])], NUM, "float", scale="abs",
+         tol=16, kw=dict(mode="same")),
+    call("numpy", fnp, "correlate", [("long first", [D((6,)), D((3,))])], NUM, "float", scale="abs",
+         tol=16, label="valid"),
+    call("numpy", fnp, "kaiser", [("beta", [D((), domain=POS)])], F3264, "same", tol=32,
+         adapt=lambda lib: (lambda b: lib.kaiser(7, b))),
+    call("numpy", fnp, "logspace", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.logspace(-1, 2.5, 6)), **STATIC),
+    call("numpy", fnp, "logspace", [("bounds", [D(()), D(())])], F3264, "same",
+         adapt=lambda lib: (lambda a, b: lib.logspace(a, b, 5, base=2.0)), label="traced"),
+    call("numpy", fnp, "geomspace", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.geomspace(-2, -250, 4)), **STATIC),
+    call("numpy", fnp, "geomspace", [("bounds", [D((), domain=POS), D((), domain=POS)])],
+         F3264, "same", adapt=lambda lib: (lambda a, b: lib.geomspace(a, b, 4)),
+         label="traced"),
+    call("numpy", fnp, "vecdot", [("batched", [D((2, 3, 4)), D((4,))])], NUM, scale="abs",
+         tol=16),
+    call("numpy", fnp, "matvec", [("batched", [D((2, 3, 4)), D((4,))])], NUM, scale="abs",
+         tol=16),
+    call("numpy", fnp, "vecmat", [("batched", [D((4,)), D((2, 4, 3))])], NUM, scale="abs",
+         tol=16),
+    call("numpy", fnp, "vander", [("1-d", [D((4,))])], NUM, kw=dict(N=3),
+         specials=specials_1d),
+    call("numpy", fnp, "polyval", [("points", [D((4,), domain=SMALL), D((2, 3))])], NUM,
+         tol=16, scale="abs"),
+    call("numpy", fnp, "polyadd", [("lengths", [D((4,)), D((2,))])], NUM),
+    call("numpy", fnp, "polysub", [("lengths", [D((2,)), D((4,))])], NUM),
+    call("numpy", fnp, "polymul", [("lengths", [D((3,)), D((2,))])], NUM, "float", tol=16,
+         scale="abs"),
+    call("numpy", fnp, "polyder", [("cubic", [D((4,))])], NUM, "float", pos=(2,)),
+    call("numpy", fnp, "polyint", [("cubic", [D((4,))])], I32F, "float", kw=dict(m=2, k=[1, 2])),
+    call("numpy", fnp, "polydiv", [("cubic by linear", [D((4,)), D((2,), domain=NONZERO)])],
+         F3264, "same", tol=32, adapt=lambda lib: (
+             (lambda u, v: lib.polydiv(u, v)) if lib is not np else
+             (lambda u, v: (np.polydiv(u, v)[0], _untrimmed_remainder(u, v))))),
+    call("numpy", fnp, "polyfit", [("samples", [D((8,)), D((8,))])], F3264, "same",
+         tol=512, pos=(2,), **NOGRAD),
+    call("numpy", fnp, "poly", [("roots", [D((3,))])], F3264, "same", tol=16),
+    call("numpy", fnp, "roots", [("none", [])], (F64,), np.dtype(np.complex128), jax=None,
+         adapt=lambda lib: (lambda: lib.sort_complex(lib.roots(np.array([0, 2.0, -6.0, 4.0,
+                                                                           0.0])))),
+         ref=lambda: np.sort_complex(np.roots([0, 2.0, -6.0, 4.0, 0.0])).astype(complex),
+         **STATIC),
+    # creation and host functions
+    call("numpy", fnp, "fromfunction", [("none", [])], (F32,), F32, adapt=lambda lib: (
+        lambda: lib.fromfunction(lambda i, j: i * 3 + j, (2, 3), dtype=np.float32)),
+         **STATIC),
+    call("numpy", fnp, "fromiter", [("none", [])], (I32,), I32, adapt=lambda lib: (
+        lambda: lib.fromiter((i * i for i in range(5)), np.int32)), jax=None, **STATIC),
+    call("numpy", fnp, "frombuffer", [("none", [])], (F64,), F64, adapt=lambda lib: (
+        lambda: lib.frombuffer(np.array([1.5, -2.0, 3.0]).tobytes(), np.float64, count=2,
+                               offset=8)), **STATIC),
+    call("numpy", fnp, "fromstring", [("none", [])], (F64,), F64, adapt=lambda lib: (
+        lambda: lib.fromstring("1.5, 2, -3", np.float64, sep=",")), **STATIC),
+    call("numpy", fnp, "copy", [("2-d", [D((2, 3))])], ALL),
+    call("numpy", fnp, "save", [("2-d", [D((2, 3))])], ALL, adapt=_save_load, jax=None,
+         **STATIC),
+    call("numpy", fnp, "load", [("2-d", [D((2, 3))])], ALL, adapt=_save_load, jax=None,
+         **STATIC),
+    call("numpy", fnp, "savez", [("two", [D((2, 3)), D((4,))])], ALL, adapt=_savez_load,
+         jax=None, **STATIC),
+    call("numpy", fnp, "array_repr", [("2-d", [D((2, 3))])], (I32, F64), np.dtype(np.uint8),
+         adapt=_repr, jax=None, **STATIC),
+    call("numpy", fnp, "array_str", [("2-d", [D((2, 3))])], (I32, F64), np.dtype(np.uint8),
+         adapt=lambda lib: (lambda a: _text_codes(lib.array_str(a))), jax=None, **STATIC),
+    call("numpy", fnp, "get_printoptions", [("none", [])], (I32,), np.dtype(np.int64),
+         adapt=_printoptions, jax=None, **STATIC),
+    call("numpy", fnp, "set_printoptions", [("none", [])], (I32,), np.dtype(np.int64),
+         adapt=_printoptions, jax=None, **STATIC),
+    call("numpy", fnp, "printoptions", [("none", [])], (I32,), np.dtype(np.int64),
+         adapt=_printoptions, jax=None, **STATIC),
+    call("numpy", fnp, "einsum_path", [("three", [D((2, 3)), D((3, 4)), D((4,))])], (F32,),
+         np.dtype(np.int64), jax=None, adapt=lambda lib: (lambda a, b, c: np.asarray(
+             lib.einsum_path("ij,jk,k->i", a, b, c, optimize="greedy")[0][1:])), **STATIC),
+    # functions of functions
+    call("numpy", fnp, "vectorize", [("broadcast", [D((3, 1)), D((4,))])], I32F, "float",
+         adapt=lambda lib: (lambda a, b: lib.vectorize(
+             lambda s, t: s * 2.0 - lib.sin(t))(a, b)), jax=lambda J: (
+             lambda a, b: J.numpy.vectorize(lambda s, t: s * 2.0 - J.numpy.sin(t))(a, b))),
+    call("numpy", fnp, "vectorize", [("matrices", [D((2, 3, 4)), D((4,))])], F3264, "same",
+         adapt=lambda lib: (lambda m, v: lib.vectorize(
+             lambda a, b: (a * b).sum(-1), signature="(m,n),(n)->(m)")(m, v)),
+         label="signature", tol=16, scale="abs"),
+    call("numpy", fnp, "frompyfunc", [("2-d", [D((3, 4))])], F3264, "same", jax=None,
+         adapt=lambda lib: (lambda a: lib.frompyfunc(
+             lambda s, t: lib.maximum(s, t), 2, 1).reduce(a, axis=1)),
+         ref=lambda a: np.maximum.reduce(a, axis=1), signed_zero=False),
+    call("numpy", fnp, "piecewise", [("1-d", [D((7,))])], F3264, "same",
+         adapt=lambda lib: (lambda x: lib.piecewise(x, [x < -0.5, x > 1.0],
+                                                    [lambda v: v * v, 2.0, lambda v: -v]))),
+]
+
+
+def _untrimmed_remainder(u, v):
+    """numpy's remainder, padded in front with zeros to u's length (JAX's static shape)."""
+    r = np.polydiv(u, v)[1]
+    return np.concatenate([np.zeros(len(u) - len(r)), r])
+
+
+CASES += MORE_CALLS_2
+
+CASES += [call("numpy", fnp, name, [("none", [])], (F32,), F32, label=f"M={M}",
+               adapt=lambda lib, name=name, M=M: (lambda: getattr(lib, name)(M)), **STATIC)
+          for name in ("bartlett", "blackman", "hamming", "hanning") for M in (0, 1, 6)]

@@ -22,6 +22,11 @@ from ._float_bits import *  # noqa: F401,F403
 from ._nan_reductions import *  # noqa: F401,F403
 from ._statistics import *  # noqa: F401,F403
 from ._histograms import *  # noqa: F401,F403
+from ._differences import *  # noqa: F401,F403
+from ._signal import *  # noqa: F401,F403
+from ._vector_products import *  # noqa: F401,F403
+from ._polynomial import *  # noqa: F401,F403
+from ._host import *  # noqa: F401,F403
 from ._special import i0  # noqa: F401
 from ..dlpack import from_dlpack  # noqa: F401
 from ._complex import *  # noqa: F401,F403

@@ -8,7 +8,7 @@ from ..core import Tracer
 from .. import dtypes
 from ..primitives import shape as S
 from ._core import as_operand, astype, promote_inexact
-from ._elementwise import floor
+from ._elementwise import abs, floor, log10, power, where
 from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, reshape,
                       take_range)
 
@@ -152,3 +152,92 @@ def meshgrid(*xi, indexing="xy"):
         view[axis] = x.size
         out.append(broadcast_to(reshape(x, view), shapes))
     return out
+
+
+def _python_type_dtype(dtype):
+    """float, int, bool as dtypes mean fnad's defaults (float32/int32 without x64), as
+    JAX reads them; anything else is checked as given."""
+    if dtype in (float, int, bool, complex):
+        return dtypes.result_type(dtype)
+    return dtypes.check_supported(dtype)
+
+
+def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+    """base ** linspace(start, stop): Python bounds are spaced in float64, as numpy's."""
+    if _is_fnad(start) or _is_fnad(stop) or _is_fnad(base):
+        exponents = linspace(start, stop, num, endpoint, axis=axis)
+        base, exponents = promote_inexact(base, exponents)
+    else:
+        exponents = linspace(start, stop, num, endpoint, dtype=np.float64, axis=axis)
+        base = np.asarray(base, np.float64)
+    out = power(base, exponents)
+    return astype(out, _dtype(dtype, 0.0) if not (_is_fnad(start) or _is_fnad(stop))
+                  or dtype is not None else out.dtype)
+
+
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """Points evenly spaced on a log scale from start to stop (both of one sign, not
+    zero); the ends are start and stop exactly."""
+    fnad_bounds = _is_fnad(start) or _is_fnad(stop)
+    if not fnad_bounds:
+        if start == 0 or stop == 0:
+            raise ValueError("geomspace: start and stop must be non-zero")
+        if (start < 0) != (stop < 0):
+            raise ValueError("geomspace: start and stop must have one sign (fnad has no "
+                             "complex path between them)")
+        start, stop = np.asarray(start, np.float64), np.asarray(stop, np.float64)
+    start, stop = promote_inexact(start, stop)
+    sign = where(start < 0, -1.0, 1.0)
+    magnitude = logspace(log10(abs(start)), log10(abs(stop)), num, endpoint,
+                         base=np.asarray(10.0, start.dtype), axis=0)
+    out = sign * magnitude
+    # the ends exactly, as numpy sets them
+    if num > 0:
+        first = S.expand_dims(start, (0,))
+        if endpoint and num > 1:
+            last = S.expand_dims(stop, (0,))
+            out = concatenate([first, take_range(out, 1, num - 1, 0), last], 0)
+        else:
+            out = concatenate([first, take_range(out, 1, num, 0)], 0)
+    out = moveaxis(out, 0, axis)
+    if dtype is not None:
+        return astype(out, _python_type_dtype(dtype))
+    return out if fnad_bounds else astype(out, dtypes.default_float())
+
+
+def fromfunction(function, shape, *, dtype=float, **kwargs):
+    """function(*indices), the indices of every axis as arrays of dtype broadcast
+    against each other (shape's entries are static)."""
+    shape = _shape(shape)
+    dtype = _python_type_dtype(dtype)
+    grids = []
+    for axis, n in enumerate(shape):
+        view = [1] * len(shape)
+        view[axis] = n
+        grids.append(broadcast_to(Array(np.arange(n, dtype=dtype).reshape(view)), shape))
+    return function(*grids, **kwargs)
+
+
+def fromiter(iterable, dtype, count=-1):
+    """An Array of the values of a Python iterable (read on the host)."""
+    return Array(np.fromiter(iterable, dtypes.check_supported(dtype), count))
+
+
+def frombuffer(buffer, dtype=float, count=-1, offset=0):
+    """An Array of the buffer's bytes read as dtype (float is float64 here: it names
+    the bytes' layout, not a default)."""
+    return Array(np.frombuffer(buffer, dtypes.check_supported(dtype), count, offset).copy())
+
+
+def fromstring(string, dtype=float, count=-1, *, sep):
+    """An Array of the numbers in a text string separated by sep."""
+    if not sep:
+        raise ValueError("fromstring: sep must be given (binary mode is numpy's "
+                         "deprecated form; use frombuffer)")
+    return Array(np.fromstring(string, dtypes.check_supported(dtype), count, sep=sep))
+
+
+def copy(a, order=None):
+    """a as an fnad value: Arrays are immutable, so a copy is the array itself; numpy
+    arrays are copied in."""
+    return as_operand(a)
