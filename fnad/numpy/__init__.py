@@ -27,6 +27,7 @@ from ._signal import *  # noqa: F401,F403
 from ._vector_products import *  # noqa: F401,F403
 from ._polynomial import *  # noqa: F401,F403
 from ._host import *  # noqa: F401,F403
+from ._vectorize import *  # noqa: F401,F403
 from ._special import i0  # noqa: F401
 from ..dlpack import from_dlpack  # noqa: F401
 from ._complex import *  # noqa: F401,F403
