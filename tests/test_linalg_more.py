@@ -189,6 +189,28 @@ def test_pinv_lstsq_rank_cond_norms_match_numpy():
     assert math.isinf(float(jnp.linalg.cond(np.diag([1., 0.]))))
 
 
+def test_jax_options():
+    a = rng.standard_normal((3, 4, 4))
+    by_qr, want = jnp.linalg.slogdet(a, method="qr"), np.linalg.slogdet(a)
+    np.testing.assert_array_equal(by_qr.sign, want.sign)
+    np.testing.assert_allclose(by_qr.logabsdet, want.logabsdet, rtol=1e-12)
+    check_grads(lambda x: jnp.linalg.slogdet(x, method="qr").logabsdet, (a,), 1)
+    with pytest.raises(ValueError, match="method"):
+        jnp.linalg.slogdet(a, method="cholesky")
+    sym = np.diag([3.0, -2.0, 0.0, 0.0])
+    assert int(jnp.linalg.matrix_rank(sym, hermitian=True)) == 2
+    ones = np.ones(3, np.float32)
+    assert jnp.linalg.vecdot(ones, ones, preferred_element_type=np.float64).dtype == np.float64
+    np.testing.assert_allclose(jnp.linalg.multi_dot([a[0], a[1], a[2]], precision="highest"),
+                               a[0] @ a[1] @ a[2], rtol=1e-12)
+    with pytest.raises(ValueError, match="reordering"):
+        fnad.lax.linalg.schur(a[0], sort_eig_vals=True)
+    with pytest.raises(ValueError, match="enable_eigvec_derivs"):
+        fnad.lax.linalg.eig(a[0], enable_eigvec_derivs=True)
+    with pytest.raises(ValueError, match="perturb_singular"):
+        fnad.lax.linalg.tridiagonal_solve(a[0, 0], a[0, 1], a[0, 2], a[0], perturb_singular=True)
+
+
 def test_vector_diagonal_and_tensor_helpers_match_numpy():
     x1, x2 = rng.standard_normal((2, 3)), rng.standard_normal(3)
     np.testing.assert_allclose(jnp.linalg.cross(x1, x2), np.linalg.cross(x1, x2))

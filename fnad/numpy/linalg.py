@@ -22,7 +22,7 @@ from ..primitives import shape as S
 from ._core import as_operand, promote, promote_inexact, normalize_axis
 from ._shapes import broadcast_to, reshape, matrix_transpose, expand_dims, moveaxis, flip
 from ._products import matmul, outer, tensordot
-from ._products import diagonal as _diagonal_of
+from ._products import diagonal as _diagonal_of, preferred_operands
 from ._indexing import take_along_axis
 from ._sorting import argsort
 from ._core import stack
@@ -96,10 +96,20 @@ def det(a):
     return L.det(_square("det", a))
 
 
-def slogdet(a):
-    """SlogdetResult(sign, logabsdet), by LU factorization."""
+def slogdet(a, *, method=None):
+    """SlogdetResult(sign, logabsdet), by LU factorization (method None or 'lu') or by
+    QR ('qr', JAX's: |det| is the product of |diag R|, the sign that of diag R times
+    det Q = +-1); the QR route's gradient is that of the QR factors."""
     a, = _as_matrices("slogdet", a)
-    return SlogdetResult(*L.slogdet(_square("slogdet", a)))
+    _square("slogdet", a)
+    if method in (None, "lu"):
+        return SlogdetResult(*L.slogdet(a))
+    if method != "qr":
+        raise ValueError(f"slogdet: method must be None, 'lu' or 'qr', got {method!r}")
+    q, r = D.qr(a, full_matrices=False)
+    diag = _diagonal_of(r, 0, -2, -1)
+    sign = R.prod(E.sign(diag), axis=-1) * L.det(q)
+    return SlogdetResult(E.sign(sign), R.sum(E.log(abs(diag)), axis=-1))
 
 
 def cholesky(a, *, upper=False, symmetrize_input=True):
@@ -210,7 +220,7 @@ def matrix_power(a, n):
     return result
 
 
-def multi_dot(arrays):
+def multi_dot(arrays, *, precision=None):
     """The chained product, left to right; a 1-d first (last) array is a row
     (column) vector, as in numpy."""
     arrays = list(arrays)
@@ -218,7 +228,7 @@ def multi_dot(arrays):
         raise ValueError("multi_dot: needs at least two arrays")
     out = arrays[0]
     for b in arrays[1:]:
-        out = matmul(out, b)
+        out = matmul(out, b, precision=precision)
     return out
 
 
@@ -397,13 +407,14 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     return x, resid, rank, s
 
 
-def matrix_rank(M, rtol=None, *, tol=None):  # noqa: N803 (numpy's name)
+def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):  # noqa: N803 (numpy's name)
     """The number of singular values above tol (absolute) or rtol * the largest
-    (default max(m, n) * eps). A 1-d or 0-d M has rank 1 unless all zero."""
+    (default max(m, n) * eps); hermitian: M is symmetric, its singular values the
+    |eigenvalues|. A 1-d or 0-d M has rank 1 unless all zero."""
     M, = promote_inexact(as_operand(M))
     if M.ndim < 2:
         return R.any(M != 0).astype(np.int32)
-    s = svdvals(M)
+    s = svd(M, compute_uv=False, hermitian=hermitian)
     if tol is None:
         rtol = max(M.shape[-2:]) * _eps(s.dtype) if rtol is None else rtol
         tol = R.max(s, axis=-1) * as_operand(rtol).astype(s.dtype)
@@ -451,9 +462,10 @@ def trace(x, /, *, offset=0, dtype=None):
     return R.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
 
 
-def vecdot(x1, x2, /, *, axis=-1):
+def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """The dot product of the vectors along `axis`; other axes broadcast."""
-    x1, x2 = promote(as_operand(x1), as_operand(x2))
+    x1, x2 = preferred_operands(*promote(as_operand(x1), as_operand(x2)), precision,
+                                preferred_element_type, "vecdot")
     return R.sum(conj(x1) * x2, axis=axis)     # numpy's vecdot conjugates x1
 
 

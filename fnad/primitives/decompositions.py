@@ -139,11 +139,12 @@ def _take_last(x, start, stop):
 
 
 def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
-         subset_by_index=None):
+         subset_by_index=None, implementation=None):
     """lax.linalg.eigh: (v, w) with x = v diag(w) v^T, w ascending (always sorted, which
     sort_eigenvalues=False permits). With symmetrize_input, decomposes (x + x^T) / 2;
     otherwise reads only the lower (or upper) triangle of x. subset_by_index (start,
-    end): only the eigenvalues of those (ascending) indices and their vectors."""
+    end): only the eigenvalues of those (ascending) indices and their vectors.
+    implementation picks among JAX's GPU algorithms; the cpu has LAPACK's alone."""
     if symmetrize_input:
         x = div_p.bind(add_p.bind(x, mT(x)), np.asarray(2, x.dtype))
     v, w = eigh_p.bind(x, lower=bool(lower))
@@ -257,10 +258,11 @@ svd_p = leading("svd", abstract_eval=_svd_shape, impl=checked(_svd_shape, _svd_i
                 jvp=_svd_jvp, vjp=_svd_vjp, multiple_results=True)
 
 
-def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None):
+def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
     """lax.linalg.svd: (u, s, vh) with x = u diag(s) vh, s descending, or s alone when
     compute_uv is False. subset_by_index (start, end): only the singular values of
-    those (descending) indices and their vectors; needs full_matrices=False."""
+    those (descending) indices and their vectors; needs full_matrices=False. algorithm
+    picks among JAX's GPU algorithms; the cpu has LAPACK's alone."""
     subset = _subset("svd", subset_by_index, min(x.shape[-2:]))
     if subset is not None and full_matrices and compute_uv:
         raise ValueError("svd: subset_by_index needs full_matrices=False")
@@ -371,8 +373,9 @@ qr_p = leading("qr", abstract_eval=_qr_shape, impl=checked(_qr_shape, _qr_impl),
                jvp=_qr_jvp, vjp=_qr_vjp, multiple_results=True)
 
 
-def qr(x, *, pivoting=False, full_matrices=True):
-    """lax.linalg.qr: (q, r) with x = q r; full_matrices gives the complete (m x m) q."""
+def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
+    """lax.linalg.qr: (q, r) with x = q r; full_matrices gives the complete (m x m) q.
+    use_magma is JAX's GPU library choice; the cpu has LAPACK's alone."""
     if pivoting:
         raise ValueError("qr: pivoting=True (column-pivoted QR) is not supported")
     q, r = qr_p.bind(x, full_matrices=bool(full_matrices))

@@ -418,7 +418,10 @@ tridiagonal_solve_p = leading(
     jvp=_tridiagonal_jvp, vjp=_tridiagonal_vjp, selective_vjp=True)
 
 
-def tridiagonal_solve(dl, d, du, b):
+def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
     """lax.linalg.tridiagonal_solve: x with T x = b, T of subdiagonal dl[..., 1:],
-    diagonal d and superdiagonal du[..., :-1], b (..., m, n)."""
+    diagonal d and superdiagonal du[..., :-1], b (..., m, n). A singular T raises
+    numpy.linalg.LinAlgError (JAX's perturb_singular alternative is not supported)."""
+    if perturb_singular:
+        raise ValueError("tridiagonal_solve: perturb_singular=True is not supported")
     return tridiagonal_solve_p.bind(dl, d, du, b)

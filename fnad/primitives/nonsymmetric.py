@@ -75,8 +75,14 @@ def _eig_impl(a, compute_left_eigenvectors, compute_right_eigenvectors):
 eig_p = _forward_only("eig", _eig_shape, _eig_impl)
 
 
-def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True):
-    """lax.linalg.eig: [w, vl, vr] (the requested ones) of a general square x, complex."""
+def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
+        enable_eigvec_derivs=False, implementation=None, use_magma=None):
+    """lax.linalg.eig: [w, vl, vr] (the requested ones) of a general square x, complex.
+    implementation and use_magma are JAX's GPU choices (the cpu has LAPACK's alone);
+    eigenvector derivatives (enable_eigvec_derivs) are not available."""
+    if enable_eigvec_derivs:
+        raise ValueError("eig: enable_eigvec_derivs=True is not supported: fnad "
+                         "differentiates no eigendecomposition of a general matrix")
     return eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
                       compute_right_eigenvectors=bool(compute_right_eigenvectors))
 
@@ -146,9 +152,14 @@ def hessenberg(x):
     return h, q
 
 
-def schur(x, *, compute_schur_vectors=True, output="real"):
+def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None,
+          output="real"):
     """(t, z) with x = z t z^T: t quasi upper triangular ('real') or upper triangular
-    and complex ('complex'); t alone without compute_schur_vectors."""
+    and complex ('complex'); t alone without compute_schur_vectors. Reordering the
+    eigenvalues (sort_eig_vals, select_callable) is not supported."""
+    if sort_eig_vals or select_callable is not None:
+        raise ValueError("schur: sort_eig_vals and select_callable (eigenvalue "
+                         "reordering) are not supported")
     if output not in ("real", "complex"):
         raise ValueError(f"schur: output must be 'real' or 'complex', got {output!r}")
     t, z = schur_p.bind(x, output=output)
