@@ -77,3 +77,134 @@ def test_linspace_is_differentiable_in_its_bounds():
          np.linspace(start, 5.0, 3, axis=1))
     same(fnp.linspace(fnp.float64(0), 10, 4, dtype=int),
          np.linspace(0, 10, 4, dtype=np.int64), dtype=False)
+
+
+# --------------------------------------------------------------------------- errors
+
+def test_integer_only_and_float_only_functions_refuse_other_dtypes():
+    with pytest.raises(fnad.errors.DTypeError, match="gcd"):
+        fnp.gcd(np.ones(2), 2)
+    with pytest.raises(fnad.errors.DTypeError, match="left_shift"):
+        fnp.left_shift(np.ones(2, np.float32), 1)
+    with pytest.raises(fnad.errors.DTypeError, match="ldexp"):
+        fnp.ldexp(np.ones(2), np.ones(2))
+    with pytest.raises(TypeError, match="out="):
+        fnp.nansum(np.ones(2), out=np.zeros(()))
+
+
+def test_data_dependent_lengths_need_length_under_jit():
+    x = np.array([0, 3, 1, 3])
+    same(fnp.bincount(x), np.bincount(x).astype(np.int32))
+    same(fnad.jit(lambda v: fnp.bincount(v, length=6))(x),
+         np.bincount(x, minlength=6).astype(np.int32))
+    with pytest.raises(ConcretizationError, match="length="):
+        fnad.jit(fnp.bincount)(x)
+    with pytest.raises(ValueError, match="non-negative"):
+        fnp.bincount(np.array([1, -1]))
+    with pytest.raises(ConcretizationError, match="roots"):
+        fnad.jit(fnp.roots)(np.array([1.0, -3.0, 2.0]))
+
+
+def test_host_functions_refuse_traced_values():
+    for f in (fnp.array_str, fnp.array_repr, lambda v: fnp.save("unused.npy", v)):
+        with pytest.raises(ConcretizationError, match="concrete"):
+            fnad.jit(f)(fnp.ones(2))
+
+
+def test_load_refuses_pickles(tmp_path):
+    path = tmp_path / "objects.npy"
+    np.save(path, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    with pytest.raises(ValueError):
+        fnp.load(path)
+    fnp.save(tmp_path / "x.npy", fnp.arange(3))
+    same(fnp.load(tmp_path / "x.npy"), np.arange(3, dtype=np.int32))
+
+
+def test_histogram_of_nan_needs_a_range():
+    with pytest.raises(ValueError, match="not finite"):
+        fnp.histogram(np.array([1.0, np.nan]))
+    # with a range NaN is counted nowhere, as in numpy
+    a = np.array([1.0, np.nan, 0.2])
+    counts, edges = fnp.histogram(a, bins=2, range=(0, 1))
+    np.testing.assert_array_equal(np.asarray(counts), np.histogram(a, bins=2, range=(0, 1))[0])
+
+
+def test_vectorize_checks_core_dimensions():
+    f = fnp.vectorize(lambda a, b: (a * b).sum(), signature="(n),(n)->()")
+    same(f(np.ones((3, 4)), np.arange(4.0)), np.full(3, 6.0))
+    with pytest.raises(fnad.errors.ShapeError, match="core dimension"):
+        f(np.ones((3, 4)), np.ones(5))
+    with pytest.raises(ValueError, match="signature"):
+        fnp.vectorize(lambda a: a, signature="(n)->")
+
+
+# --------------------------------------------------------------------------- behaviour
+
+def test_quantile_of_several_q_puts_q_first():
+    a = np.random.default_rng(0).normal(size=(3, 5))
+    q = np.array([0.1, 0.5, 0.95])
+    same(fnp.quantile(a, q, axis=1), np.quantile(a, q, axis=1))
+    same(fnp.percentile(a, q * 100, axis=0, keepdims=True),
+         np.percentile(a, q * 100, axis=0, keepdims=True))
+    # grad of the median of an odd count: one-hot at the middle value
+    g = fnad.grad(lambda v: fnp.quantile(v, 0.5))(np.array([3.0, 1.0, 2.0]))
+    same(g, np.array([0.0, 0.0, 1.0]))
+
+
+def test_polydiv_keeps_a_static_remainder_length():
+    u, v = np.array([1.0, -3.0, 0.0, 2.0]), np.array([1.0, -1.0])
+    q, r = fnp.polydiv(u, v)
+    same(q, np.polydiv(u, v)[0])
+    assert r.shape == (4,)
+    np.testing.assert_allclose(np.asarray(r)[-1:], np.polydiv(u, v)[1])
+    same(fnp.polydiv(u, v, trim_leading_zeros=True)[1], np.polydiv(u, v)[1])
+    q, _ = fnad.jit(fnp.polydiv)(u, v)
+    same(q, np.polydiv(u, v)[0])
+
+
+def test_roots_and_poly_round_trip():
+    r = np.sort_complex(np.asarray(fnp.roots(np.array([1.0, -6.0, 11.0, -6.0]))))
+    np.testing.assert_allclose(r, [1, 2, 3], atol=1e-12)
+    same(fnp.poly(np.array([1.0, 2.0, 3.0])), [1.0, -6.0, 11.0, -6.0])
+
+
+def test_ufunc_methods():
+    add = fnp.frompyfunc(lambda a, b: a + b, 2, 1, identity=0)
+    x = np.arange(6.0).reshape(2, 3)
+    same(add.reduce(x, axis=1), x.sum(1))
+    same(add.accumulate(x, axis=1), np.cumsum(x, 1))
+    same(add.outer(np.arange(2.0), np.arange(3.0)), np.add.outer(np.arange(2.0), np.arange(3.0)))
+    same(add.reduce(np.zeros((0, 2)), axis=0), np.zeros(2))
+    same(add.at(np.zeros(3), np.array([0, 2]), 5.0), [5.0, 0.0, 5.0])
+    assert isinstance(add, fnp.ufunc)
+
+
+def test_integer_shifts_and_counts_match_numpy_at_the_edges():
+    x = np.array([np.iinfo(np.int64).min, -1, 5, np.iinfo(np.int64).max])
+    for shift in (0, 1, 62, 63, 64, 100):
+        same(fnp.left_shift(x, shift), np.left_shift(x, shift))
+        same(fnp.right_shift(x, shift), np.right_shift(x, shift))
+    same(fnp.bitwise_count(x), np.bitwise_count(x))
+
+
+def test_nextafter_and_spacing_walk_every_float():
+    for dtype in (np.float32, np.float64):
+        info = np.finfo(dtype)
+        x = np.array([0.0, -0.0, 1.0, info.smallest_subnormal, info.tiny, info.max, np.inf],
+                     dtype)
+        for toward in (np.inf, -np.inf, 0.0):
+            same(fnp.nextafter(x, dtype(toward)), np.nextafter(x, dtype(toward)))
+        with np.errstate(invalid="ignore"):
+            same(fnp.spacing(x), np.spacing(x))
+
+
+def test_histogram_counts_values_on_edges_as_numpy():
+    a = np.random.default_rng(1).normal(size=40).astype(np.float32)
+    edges = np.histogram_bin_edges(a, 7)
+    a = np.concatenate([a, edges.astype(np.float32)])
+    counts, got_edges = fnp.histogram(a, 7)
+    want_counts, want_edges = np.histogram(a, 7)
+    np.testing.assert_array_equal(np.asarray(counts), want_counts)
+    np.testing.assert_array_equal(np.asarray(got_edges), want_edges)
+    jitted = fnad.jit(lambda v: fnp.histogram(v, 7)[0])(a)
+    np.testing.assert_array_equal(np.asarray(jitted), want_counts)
