@@ -211,6 +211,40 @@ def test_jax_options():
         fnad.lax.linalg.tridiagonal_solve(a[0, 0], a[0, 1], a[0, 2], a[0], perturb_singular=True)
 
 
+def test_complex_solves_and_determinants():
+    # holomorphic: the real rules hold, transposed without conjugation
+    def cplx(*shape):
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+    a, b, v = cplx(2, 3, 3) + 3 * np.eye(3), cplx(2, 3, 2), cplx(3)
+    for got, want in ((jnp.linalg.solve(a, b), np.linalg.solve(a, b)),
+                      (jnp.linalg.inv(a), np.linalg.inv(a)),
+                      (jnp.linalg.det(a), np.linalg.det(a)),
+                      (fsl.solve_triangular(a[0], v, lower=True), np.linalg.solve(np.tril(a[0]), v)),
+                      (fnad.jit(jnp.linalg.solve)(a, b), np.linalg.solve(a, b)),
+                      (fnad.vmap(jnp.linalg.det)(a), np.linalg.det(a))):
+        assert got.dtype == np.complex128
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10)
+    check_grads(jnp.linalg.solve, (a, b), 2)
+    check_grads(jnp.linalg.det, (a,), 2)
+    check_grads(lambda x, y: fsl.solve_triangular(x, y, lower=True, trans=1), (a[0], b[0]), 1)
+    assert jnp.linalg.solve(a.astype(np.complex64), b.astype(np.complex64)).dtype == np.complex64
+    # the factorizations that conjugate stay real, with a clear error
+    for f in (jnp.linalg.slogdet, jnp.linalg.cholesky, jnp.linalg.svd, jnp.linalg.eigh):
+        with pytest.raises(DTypeError, match="float32 or float64"):
+            f(a)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+
+    def f(lib, x, y):
+        return (lib.linalg.solve(x, y) * lib.linalg.det(x)[..., None, None]).real.sum()
+
+    got = fnad.grad(lambda x, y: f(jnp, x, y), argnums=(0, 1))(a, b)
+    want = jax.grad(lambda x, y: f(jax.numpy, x, y), argnums=(0, 1))(a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10)
+
+
 def test_vector_diagonal_and_tensor_helpers_match_numpy():
     x1, x2 = rng.standard_normal((2, 3)), rng.standard_normal(3)
     np.testing.assert_allclose(jnp.linalg.cross(x1, x2), np.linalg.cross(x1, x2))

@@ -30,6 +30,7 @@ from .elementwise import add_p, sub_p, mul_p, neg_p, div_p
 from .structural import move_batch_axes
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
 
 
 # --------------------------------------------------------------------------- helpers
@@ -44,17 +45,23 @@ def checked(abstract_eval, impl):
     return run
 
 
-def check_matrices(name, *named_avals):
+def check_matrices(name, *named_avals, complex_ok=False):
+    """complex_ok: the primitive is holomorphic (solve, det...), so its real rules,
+    transposed without conjugation as fnad's Re(ct * t) pairing has it, hold as they
+    are for complex matrices; the factorizations that conjugate (cholesky, eigh, svd,
+    qr) stay real."""
     for what, a in named_avals:
-        if a.dtype not in FLOATS:
-            raise DTypeError(f"{name}: {what} must be float32 or float64, got {a}")
+        if a.dtype not in FLOATS + (COMPLEX if complex_ok else ()):
+            kinds = "float32 or float64 (or complex64 or complex128)" if complex_ok \
+                else "float32 or float64"
+            raise DTypeError(f"{name}: {what} must be {kinds}, got {a}")
         if a.ndim < 2:
             raise ShapeError(f"{name}: {what} must be a matrix or a batch of matrices "
                              f"(at least 2-d), got shape {tuple(a.shape)}")
 
 
-def check_square(name, a):
-    check_matrices(name, ("a", a))
+def check_square(name, a, complex_ok=False):
+    check_matrices(name, ("a", a), complex_ok=complex_ok)
     if a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"{name}: a must be square in its last two axes, got shape "
                          f"{tuple(a.shape)}")
@@ -62,7 +69,7 @@ def check_square(name, a):
 
 def _check_rhs(name, a, b, rows_axis):
     """b must have a's dtype and leading dimensions and m = a.shape[-1] along rows_axis."""
-    check_matrices(name, ("b", b))
+    check_matrices(name, ("b", b), complex_ok=True)
     if a.dtype != b.dtype:
         raise DTypeError(f"{name}: a and b must have one dtype, got {a} and {b}")
     if b.ndim != a.ndim or a.shape[:-2] != b.shape[:-2] or b.shape[rows_axis] != a.shape[-1]:
@@ -135,7 +142,7 @@ def leading(name, **slots):
 # --------------------------------------------------------------------------- triangular_solve
 
 def _triangular_solve_shape(a, b, left_side, lower, transpose_a, unit_diagonal):
-    check_square("triangular_solve", a)
+    check_square("triangular_solve", a, complex_ok=True)
     _check_rhs("triangular_solve", a, b, -2 if left_side else -1)
     return ShapedArray(b.shape, b.dtype)
 
@@ -233,7 +240,7 @@ def cholesky(x, *, symmetrize_input=True):
 # --------------------------------------------------------------------------- solve
 
 def _solve_shape(a, b):
-    check_square("solve", a)
+    check_square("solve", a, complex_ok=True)
     _check_rhs("solve", a, b, -2)
     return ShapedArray(b.shape, b.dtype)
 
@@ -275,7 +282,7 @@ def inv(a):
 
 def _det_shape(name, multiple):
     def abstract_eval(a):
-        check_square(name, a)
+        check_square(name, a, complex_ok=not multiple)    # |det| is not holomorphic
         out = ShapedArray(a.shape[:-2], a.dtype)
         return [out, out] if multiple else out
     return abstract_eval

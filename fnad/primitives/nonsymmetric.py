@@ -12,9 +12,7 @@ import numpy as np
 from ..abstract import ShapedArray
 from ..errors import ShapeError, DTypeError, GradientError
 from ..kernels.cpu import linalg as kernels
-from .linalg import FLOATS, checked, check_square, leading
-
-_COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
+from .linalg import COMPLEX, FLOATS, checked, check_square, leading
 
 
 def _complex_of(dtype):
@@ -41,7 +39,7 @@ def _forward_only(name, abstract_eval, impl):
 # fixes its own way).
 
 def _eig_shape(a, compute_left_eigenvectors, compute_right_eigenvectors):
-    if a.dtype not in FLOATS + _COMPLEX:
+    if a.dtype not in FLOATS + COMPLEX:
         raise DTypeError(f"eig: a must be float32, float64, complex64 or complex128, got {a}")
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"eig: a must be square in its last two axes, got shape "
@@ -127,7 +125,7 @@ def _sqrtm_shape(a):
 
 
 def _parlett_shape(t, f_diagonal):
-    if t.dtype not in _COMPLEX or t.ndim < 2 or t.shape[-1] != t.shape[-2]:
+    if t.dtype not in COMPLEX or t.ndim < 2 or t.shape[-1] != t.shape[-2]:
         raise DTypeError(f"parlett: t must be a complex square upper triangular matrix, "
                          f"got {t}")
     if f_diagonal.shape != t.shape[:-1]:
