@@ -208,3 +208,15 @@ def test_histogram_counts_values_on_edges_as_numpy():
     np.testing.assert_array_equal(np.asarray(got_edges), want_edges)
     jitted = fnad.jit(lambda v: fnp.histogram(v, 7)[0])(a)
     np.testing.assert_array_equal(np.asarray(jitted), want_counts)
+
+
+def test_array_methods_added_for_issue_13():
+    a = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    x = fnp.asarray(a)
+    same(x.ptp(axis=1), np.ptp(a, axis=1))
+    same(x.take(np.array([0, 4])), a.take([0, 4]))
+    assert [np.asarray(i).tolist() for i in x.nonzero()] == [i.tolist() for i in a.nonzero()]
+    assert (x.itemsize, x.nbytes) == (a.itemsize, a.nbytes)
+    same(x.compress([True, False], axis=0), a.compress([True, False], axis=0))
+    same(fnp.sort(x[0]).searchsorted(2.5), np.int32(2))
+    same(fnad.jit(lambda v: v.ptp())(x), np.ptp(a))

@@ -7,7 +7,9 @@ from ..core import Tracer
 from . import _elementwise as E, _reductions as R, _shapes as S, _products as P
 from ._core import astype
 from . import _sorting, _complex
-from ._indexing import IndexUpdateHelper, getitem, repeat
+from ._indexing import IndexUpdateHelper, getitem, repeat, take
+from ._nonzero import nonzero
+from ._selection import choose, compress
 from ._interop import array_function, array_ufunc
 
 
@@ -65,6 +67,12 @@ METHODS = {
     "__array_ufunc__": array_ufunc, "__array_function__": array_function,
     "sort": lambda self, axis=-1: _sorting.sort(self, axis),
     "argsort": lambda self, axis=-1: _sorting.argsort(self, axis),
+    "argpartition": lambda self, kth, axis=-1: _sorting.argpartition(self, kth, axis),
+    "searchsorted": lambda self, v, side="left", sorter=None:
+        _sorting.searchsorted(self, v, side=side, sorter=sorter),
+    "ptp": R.ptp, "take": take, "nonzero": nonzero,
+    "choose": lambda self, choices, mode="raise": choose(self, choices, mode=mode),
+    "compress": lambda self, condition, axis=None: compress(condition, self, axis),
 }
 
 
@@ -73,6 +81,8 @@ PROPERTIES = {
     "mT": S.matrix_transpose,
     "at": _at,
     "real": _complex.real, "imag": _complex.imag,
+    "itemsize": lambda self: self.dtype.itemsize,
+    "nbytes": lambda self: self.size * self.dtype.itemsize,
 }
 
 
