@@ -230,7 +230,7 @@ def test_complex_solves_and_determinants():
     check_grads(lambda x, y: fsl.solve_triangular(x, y, lower=True, trans=1), (a[0], b[0]), 1)
     assert jnp.linalg.solve(a.astype(np.complex64), b.astype(np.complex64)).dtype == np.complex64
     # the factorizations that conjugate stay real, with a clear error
-    for f in (jnp.linalg.slogdet, jnp.linalg.cholesky, jnp.linalg.svd, jnp.linalg.eigh):
+    for f in (jnp.linalg.slogdet, jnp.linalg.cholesky, jnp.linalg.svd, jnp.linalg.qr):
         with pytest.raises(DTypeError, match="float32 or float64"):
             f(a)
     jax = pytest.importorskip("jax")
@@ -243,6 +243,37 @@ def test_complex_solves_and_determinants():
     want = jax.grad(lambda x, y: f(jax.numpy, x, y), argnums=(0, 1))(a, b)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-10)
+
+
+def test_complex_hermitian_eigh():
+    c = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
+    h = c + np.conj(np.swapaxes(c, -1, -2))
+    w, v = jnp.linalg.eigh(h)
+    assert w.dtype == np.float64 and v.dtype == np.complex128
+    np.testing.assert_allclose(w, np.linalg.eigvalsh(h), rtol=1e-12)
+    vv = np.asarray(v)
+    np.testing.assert_allclose((vv * np.asarray(w)[..., None, :])
+                               @ np.conj(np.swapaxes(vv, -1, -2)), h, atol=1e-12)
+    u, s, vh = jnp.linalg.svd(h, hermitian=True)
+    np.testing.assert_allclose(reconstruct(u, s, vh), h, atol=1e-12)
+
+    def phase_free(x, lower=True):
+        # eigenvalues and the projector onto one eigenvector: free of LAPACK's phases
+        v, w = D.eigh_p.bind(x, lower=lower)
+        return w, v[..., :, 1:2] * jnp.conj(v[..., :, 1:2]).mT
+
+    check_grads(phase_free, (h,), 2)
+    for lower in (True, False):     # one triangle read, the diagonal's real part only
+        check_grads(lambda x: phase_free(x, lower), (c,), 1)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+
+    def f(lib, x):
+        w, v = lib.linalg.eigh(x)
+        return (w * lib.arange(3.0)).sum() + lib.abs(v[..., 0, :]).sum()
+
+    np.testing.assert_allclose(fnad.grad(lambda x: f(jnp, x))(h),
+                               jax.grad(lambda x: f(jax.numpy, x))(h), rtol=1e-9, atol=1e-12)
 
 
 def test_vector_diagonal_and_tensor_helpers_match_numpy():

@@ -256,7 +256,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
         return s
     u = take_along_axis(v, expand_dims(order, -2), axis=-1)
     signs = take_along_axis(E.sign(w), order, axis=-1)
-    return SVDResult(u, s, matrix_transpose(u * expand_dims(signs, -2)))
+    return SVDResult(u, s, conj(matrix_transpose(u * expand_dims(signs, -2))))
 
 
 def svdvals(x):
