@@ -833,3 +833,10 @@ CASES += MORE_CALLS_2
 CASES += [call("numpy", fnp, name, [("none", [])], (F32,), F32, label=f"M={M}",
                adapt=lambda lib, name=name, M=M: (lambda: getattr(lib, name)(M)), **STATIC)
           for name in ("bartlett", "blackman", "hamming", "hanning") for M in (0, 1, 6)]
+
+CASES += [
+    call("numpy", fnp, "linspace", [("bounds", [D((2,)), D(())])], F3264, "same",
+         label="traced bounds", adapt=lambda lib: (lambda a, b: lib.linspace(a, b, 5, axis=1))),
+    call("numpy", fnp, "linspace", [("bounds", [D(()), D(())])], F3264, "same",
+         label="one point", adapt=lambda lib: (lambda a, b: lib.linspace(a, b, 1))),
+]
