@@ -408,3 +408,18 @@ def test_delete_with_traced_distinct_positions():
     same(grad, np.where(np.arange(4) == 1, 0.0, 2 * a))
     with pytest.raises(ConcretizationError, match="assume_unique_indices"):
         fnad.jit(lambda a, i: fnp.delete(a, i))(a, np.array([1]))
+
+
+def test_insert_at_traced_positions():
+    a = np.arange(12.0).reshape(3, 4)
+    for obj, values in ((1, 9.0), (np.array([3, 0, 3]), [1.0, 2.0, 3.0]), (np.array([0, -1]), 5.0)):
+        want = np.insert(a, obj, values, axis=1)
+        same(fnad.jit(lambda p: fnp.insert(a, p, values, axis=1))(obj), want)
+    rows = fnad.vmap(lambda i: fnp.insert(np.arange(3.0), i, -1.0))(np.array([0, 3, -1]))
+    same(rows, np.array([[-1.0, 0, 1, 2], [0, 1, 2, -1], [0, 1, -1, 2]]))
+    # out of range when traced: clipped into [0, n], as JAX does
+    same(fnad.jit(lambda i: fnp.insert(np.arange(3.0), i, -1.0))(7),
+         np.array([0.0, 1, 2, -1]))
+    grad = fnad.grad(lambda v: fnp.sum(fnad.jit(
+        lambda v, i: fnp.insert(np.zeros(3), i, v))(v, 1) * np.arange(4.0)))(2.0)
+    assert float(grad) == 1.0

@@ -13,6 +13,7 @@ from ..array import Array
 from ..errors import ConcretizationError, ShapeError
 from ._core import as_operand, asarray, astype, normalize_axis, promote
 from ._indexing import IndexUpdateRef, take
+from ._sorting import argsort
 from ._nonzero import concrete_or_raise, concrete_value, sized_positions
 from . import _elementwise as E
 from ._products import diag
@@ -147,42 +148,55 @@ def _delete_traced(arr, obj, axis):
 def insert(arr, obj, values, axis=None):
     """arr with values inserted before the positions obj along axis (of the
     flattened arr for None), as numpy.insert: a scalar obj inserts the whole of
-    values there; a sequence inserts one slice of values before each position."""
+    values there; a sequence inserts one slice of values before each position.
+    Traced positions (jit, vmap) work too, clipped into [0, n] as JAX does; the
+    result's shape depends only on how many there are."""
     arr = as_operand(arr)
     if axis is None:
         arr, axis = ravel(arr), 0
     axis = normalize_axis(axis, arr.ndim)
     n = arr.shape[axis]
-    positions = _static_positions(obj, "insert", n)
+    traced = not isinstance(obj, slice) and concrete_value(obj) is None
+    if traced:
+        positions = as_operand(obj)
+        if positions.dtype.kind not in "iu":
+            raise IndexError(f"insert: positions must be integers, got {positions.dtype}")
+        scalar = positions.ndim == 0
+    else:
+        positions = _static_positions(obj, "insert", n)
+        scalar = isinstance(positions, int)
     values = asarray(values)
     values = astype(values, arr.dtype) if values.dtype != arr.dtype else values
     shape = list(arr.shape)
-    if isinstance(positions, int):
-        at = positions + n if positions < 0 else positions
-        if not 0 <= at <= n:
-            raise IndexError(f"insert: index {positions} is out of bounds for axis {axis} "
-                             f"with size {n}")
+    if scalar:
         # numpy reads values as a block whose first axis runs along `axis`
         values = reshape(values, (1,) * (arr.ndim - values.ndim) + tuple(values.shape))
         values = moveaxis(values, 0, axis) if values.ndim else values
-        shape[axis] = values.shape[axis] if values.ndim else 1
-        count = shape[axis]
-        starts = np.full(count, at)
+        count = shape[axis] = values.shape[axis] if values.ndim else 1
     else:
-        if positions.size and (positions.min() < -n or positions.max() > n):
-            bad = positions[(positions < -n) | (positions > n)][0]
-            raise IndexError(f"insert: index {bad} is out of bounds for axis {axis} with "
-                             f"size {n}")
-        starts = np.where(positions < 0, positions + n, positions)
-        count = shape[axis] = starts.size
+        count = shape[axis] = int(np.prod(tuple(positions.shape), dtype=np.int64))
     try:
         block_values = broadcast_to(values, tuple(shape))
     except ShapeError:
         raise ShapeError(f"insert: values of shape {tuple(values.shape)} cannot be "
                          f"broadcast to the inserted block's shape {tuple(shape)}") from None
-    # Where each output slot reads from: the concatenation [arr, block] along axis.
-    # Inserted slices go before the original entry at their position, in the
-    # order given among equal positions (a stable sort, as numpy).
+    if traced:
+        source = _traced_insert_source(positions, n, count)
+    else:
+        source = _insert_source(positions, n, count, axis)
+    return take(concatenate([arr, block_values], axis), source, axis=axis)
+
+
+def _insert_source(positions, n, count, axis):
+    """Where each output slot reads from in the concatenation [arr, block] along
+    axis. Inserted slices go before the original entry at their position, in the
+    order given among equal positions (a stable sort, as numpy)."""
+    positions = np.atleast_1d(positions)
+    if positions.size and (positions.min() < -n or positions.max() > n):
+        bad = positions[(positions < -n) | (positions > n)][0]
+        raise IndexError(f"insert: index {bad} is out of bounds for axis {axis} with "
+                         f"size {n}")
+    starts = np.broadcast_to(np.where(positions < 0, positions + n, positions), (count,))
     order = np.argsort(starts, kind="stable")
     out_pos = np.empty(count, np.int64)
     out_pos[order] = starts[order] + np.arange(count)
@@ -191,7 +205,25 @@ def insert(arr, obj, values, axis=None):
     is_new[out_pos] = True
     source[out_pos] = n + np.arange(count)
     source[~is_new] = np.arange(n)
-    return take(concatenate([arr, block_values], axis), source, axis=axis)
+    return source
+
+
+def _traced_insert_source(positions, n, count):
+    """_insert_source for traced positions, with fnad operations."""
+    index_dtype = dtypes.index_dtype(n + count + 1)
+    starts = astype(broadcast_to(ravel(positions), (count,)) if positions.ndim else
+                    broadcast_to(positions, (count,)), index_dtype)
+    starts = E.clip(E.where(E.less(starts, 0), starts + n, starts), 0, n)
+    order = argsort(starts)                       # stable: equal positions keep order
+    placed = take(starts, order) + np.arange(count, dtype=index_dtype)
+    out_pos = IndexUpdateRef(Array(np.zeros(count, index_dtype)), order).set(placed)
+    new_slots = np.arange(n, n + count, dtype=index_dtype)
+    source = IndexUpdateRef(Array(np.zeros(n + count, index_dtype)), out_pos).set(new_slots)
+    is_new = IndexUpdateRef(Array(np.zeros(n + count, bool)), out_pos).set(
+        np.ones(count, bool))
+    old_slots, = sized_positions(E.logical_not(is_new), n, [n + count],
+                                 [np.arange(n + count, dtype=index_dtype)])
+    return IndexUpdateRef(source, old_slots).set(np.arange(n, dtype=index_dtype))
 
 
 # --------------------------------------------------------------------------- trim_zeros
