@@ -230,7 +230,7 @@ def test_complex_solves_and_determinants():
     check_grads(lambda x, y: fsl.solve_triangular(x, y, lower=True, trans=1), (a[0], b[0]), 1)
     assert jnp.linalg.solve(a.astype(np.complex64), b.astype(np.complex64)).dtype == np.complex64
     # the factorizations that conjugate stay real, with a clear error
-    for f in (jnp.linalg.slogdet, jnp.linalg.cholesky, jnp.linalg.svd, jnp.linalg.qr):
+    for f in (jnp.linalg.slogdet, jnp.linalg.svd, jnp.linalg.qr):
         with pytest.raises(DTypeError, match="float32 or float64"):
             f(a)
     jax = pytest.importorskip("jax")
@@ -274,6 +274,28 @@ def test_complex_hermitian_eigh():
 
     np.testing.assert_allclose(fnad.grad(lambda x: f(jnp, x))(h),
                                jax.grad(lambda x: f(jax.numpy, x))(h), rtol=1e-9, atol=1e-12)
+
+
+def test_complex_cholesky_family():
+    c = rng.standard_normal((2, 3, 3)) + 1j * rng.standard_normal((2, 3, 3))
+    h = c @ np.conj(np.swapaxes(c, -1, -2)) + 3 * np.eye(3)
+    b = rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    np.testing.assert_allclose(jnp.linalg.cholesky(h), np.linalg.cholesky(h), rtol=1e-12)
+    np.testing.assert_allclose(jnp.linalg.cholesky(h, upper=True),
+                               np.conj(np.swapaxes(np.linalg.cholesky(h), -1, -2)), rtol=1e-12)
+    for lower in (True, False):
+        f = np.asarray(fsl.cholesky(h[0], lower=lower))
+        np.testing.assert_allclose(f @ np.conj(f.T) if lower else np.conj(f.T) @ f, h[0],
+                                   atol=1e-12)
+        np.testing.assert_allclose(fsl.cho_solve(fsl.cho_factor(h[0], lower=lower), b),
+                                   np.linalg.solve(h[0], b), rtol=1e-10)
+        tri = np.tril(c[0]) if lower else np.triu(c[0])
+        for trans, op in ((0, tri), (1, tri.T), ("C", np.conj(tri.T))):
+            np.testing.assert_allclose(fsl.solve_triangular(c[0], b, trans=trans, lower=lower),
+                                       np.linalg.solve(op, b), rtol=1e-9)
+    check_grads(jnp.linalg.cholesky, (h,), 2)
+    # the primitive reads the lower triangle and its diagonal's real part only
+    check_grads(L.cholesky_p.bind, (h + np.triu(c, 1) + 0.5j * np.eye(3),), 1)
 
 
 def test_vector_diagonal_and_tensor_helpers_match_numpy():

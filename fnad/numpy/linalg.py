@@ -117,7 +117,7 @@ def cholesky(a, *, upper=False, symmetrize_input=True):
     (a + a^T) / 2, so its gradient is symmetric too."""
     a, = _as_matrices("cholesky", a)
     factor = L.cholesky(_square("cholesky", a), symmetrize_input=symmetrize_input)
-    return matrix_transpose(factor) if upper else factor
+    return conj(matrix_transpose(factor)) if upper else factor
 
 
 # --------------------------------------------------------------------------- norms

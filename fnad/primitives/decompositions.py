@@ -14,10 +14,11 @@ from ..errors import ShapeError, DTypeError, GradientError
 from ..kernels.cpu import linalg as kernels
 from . import shape as S
 from .reduce import reduce_sum
-from .elementwise import add_p, sub_p, mul_p, div_p, eq_p, conj_p
-from .structural import convert_element_type_p, real_p
-from .linalg import (checked, check_matrices, check_square, leading, masked, mm, mT,
-                     tril, triangular_solve_p)
+from .elementwise import add_p, sub_p, mul_p, div_p, eq_p
+from .structural import convert_element_type_p
+from .linalg import (as_dtype, checked, check_matrices, check_square, conj,
+                     hermitian_from_triangle, leading, masked, mm, mT, onto_triangle,
+                     real_part, tril, triangular_solve_p)
 
 
 # --------------------------------------------------------------------------- helpers for the
@@ -66,43 +67,6 @@ def _sum_terms(*terms):
     return out
 
 
-def _conj(x):
-    return conj_p.bind(x) if np.dtype(x.dtype).kind == "c" else x
-
-
-def _real(x):
-    return real_p.bind(x) if np.dtype(x.dtype).kind == "c" else x
-
-
-def _as(x, dtype):
-    return x if np.dtype(x.dtype) == np.dtype(dtype) else \
-        convert_element_type_p.bind(x, new_dtype=np.dtype(dtype))
-
-
-def _real_diagonal_part(t):
-    """t's diagonal, real part only, as a matrix of t's dtype."""
-    return _as(_real(masked(t, np.eye(t.shape[-1], dtype=bool))), t.dtype)
-
-
-def _from_triangle(t, lower):
-    """The Hermitian (symmetric) matrix a kernel sees when it reads only one triangle
-    of t, and of its diagonal only the real part, as LAPACK's heevd does."""
-    if not lower:
-        return mT(_from_triangle(mT(t), True))
-    strict = tril(t, -1)
-    return add_p.bind(add_p.bind(_real_diagonal_part(t), strict), mT(_conj(strict)))
-
-
-def _onto_triangle(s, lower):
-    """The transpose of _from_triangle (under the Re(ct * t) pairing: X -> conj(X)^T
-    transposes to itself, Re(diag X) to Re(diag G)): fold a cotangent onto the
-    triangle read."""
-    if not lower:
-        return mT(_onto_triangle(mT(s), True))
-    return add_p.bind(add_p.bind(_real_diagonal_part(s), tril(s, -1)),
-                      tril(_conj(mT(s)), -1))
-
-
 # --------------------------------------------------------------------------- eigh
 #
 # A = V diag(w) V^H for Hermitian A (only the `lower` or upper triangle read), w real
@@ -130,19 +94,19 @@ def _eigh_jvp(primals, tangents, lower):
     a, = primals
     ta, = tangents
     v, w = eigh_p.bind(a, lower=lower)
-    c = mm(mT(_conj(v)), mm(_from_triangle(ta, lower), v))
-    return [v, w], [mm(v, mul_p.bind(_as(_gaps(w), v.dtype), c)), _real(_diagonal(c))]
+    c = mm(mT(conj(v)), mm(hermitian_from_triangle(ta, lower), v))
+    return [v, w], [mm(v, mul_p.bind(as_dtype(_gaps(w), v.dtype), c)), real_part(_diagonal(c))]
 
 
 def _eigh_vjp(cts, outs, a, lower):
     g_v, g_w = cts
     v, w = outs
     inner = _sum_terms(
-        None if g_w is None else _diag_embed(_as(g_w, v.dtype)),
-        None if g_v is None else mul_p.bind(_as(_gaps(w), v.dtype), mm(mT(v), g_v)))
+        None if g_w is None else _diag_embed(as_dtype(g_w, v.dtype)),
+        None if g_v is None else mul_p.bind(as_dtype(_gaps(w), v.dtype), mm(mT(v), g_v)))
     if inner is None:
         return (None,)
-    return (_onto_triangle(mm(_conj(v), mm(inner, mT(v))), lower),)
+    return (onto_triangle(mm(conj(v), mm(inner, mT(v))), lower),)
 
 
 eigh_p = leading("eigh", abstract_eval=_eigh_shape,
@@ -175,7 +139,7 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
     end): only the eigenvalues of those (ascending) indices and their vectors.
     implementation picks among JAX's GPU algorithms; the cpu has LAPACK's alone."""
     if symmetrize_input:
-        x = div_p.bind(add_p.bind(x, mT(_conj(x))), np.asarray(2, x.dtype))
+        x = div_p.bind(add_p.bind(x, mT(conj(x))), np.asarray(2, x.dtype))
     v, w = eigh_p.bind(x, lower=bool(lower))
     subset = _subset("eigh", subset_by_index, x.shape[-1])
     if subset is not None:

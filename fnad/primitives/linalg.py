@@ -8,7 +8,7 @@ dot_general, so they differentiate again. With op(A) = A or A^T:
 
     solve            X = A^-1 B        dX = A^-1 (dB - dA X)      ct_B = A^-T G, ct_A = -ct_B X^T
     triangular_solve X = op(A)^-1 B    the same, masked to the triangle that is read
-    cholesky         A = L L^T         dL = L Phi(L^-1 dA L^-T)   (Murray 2016, arXiv:1602.07527)
+    cholesky         A = L L^H         dL = L Phi(L^-1 dA L^-H)   (Murray 2016, arXiv:1602.07527)
     slogdet, det     d log|det A| = tr(A^-1 dA)                   ct_A = g A^-T  (g det A A^-T)
 
 inv is a composite, solve(A, I): its derivatives follow from solve's.
@@ -26,8 +26,8 @@ from ._rules import batch_size
 from . import shape as S
 from .dot import dot_general
 from .reduce import reduce_sum
-from .elementwise import add_p, sub_p, mul_p, neg_p, div_p
-from .structural import move_batch_axes
+from .elementwise import add_p, sub_p, mul_p, neg_p, div_p, conj_p
+from .structural import convert_element_type_p, move_batch_axes, real_p
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
@@ -139,6 +139,43 @@ def leading(name, **slots):
     return prim
 
 
+def conj(x):
+    return conj_p.bind(x) if np.dtype(x.dtype).kind == "c" else x
+
+
+def real_part(x):
+    return real_p.bind(x) if np.dtype(x.dtype).kind == "c" else x
+
+
+def as_dtype(x, dtype):
+    return x if np.dtype(x.dtype) == np.dtype(dtype) else \
+        convert_element_type_p.bind(x, new_dtype=np.dtype(dtype))
+
+
+def real_diagonal_part(t):
+    """t's diagonal, real part only, as a matrix of t's dtype."""
+    return as_dtype(real_part(masked(t, np.eye(t.shape[-1], dtype=bool))), t.dtype)
+
+
+def hermitian_from_triangle(t, lower):
+    """The Hermitian (symmetric) matrix a kernel sees when it reads only one triangle
+    of t, and of its diagonal only the real part, as LAPACK's heevd does."""
+    if not lower:
+        return mT(hermitian_from_triangle(mT(t), True))
+    strict = tril(t, -1)
+    return add_p.bind(add_p.bind(real_diagonal_part(t), strict), mT(conj(strict)))
+
+
+def onto_triangle(s, lower):
+    """The transpose of hermitian_from_triangle (under the Re(ct * t) pairing: X -> conj(X)^T
+    transposes to itself, Re(diag X) to Re(diag G)): fold a cotangent onto the
+    triangle read."""
+    if not lower:
+        return mT(onto_triangle(mT(s), True))
+    return add_p.bind(add_p.bind(real_diagonal_part(s), tril(s, -1)),
+                      tril(conj(mT(s)), -1))
+
+
 # --------------------------------------------------------------------------- triangular_solve
 
 def _triangular_solve_shape(a, b, left_side, lower, transpose_a, unit_diagonal):
@@ -190,38 +227,40 @@ def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
 # --------------------------------------------------------------------------- cholesky
 
 def _cholesky_shape(a):
-    check_square("cholesky", a)
+    check_square("cholesky", a, complex_ok=True)
     return ShapedArray(a.shape, a.dtype)
 
 
 def _phi(x):
-    """The lower triangle with the diagonal halved."""
-    n = x.shape[-1]
-    return masked(x, np.tri(n, n) - 0.5 * np.eye(n))
+    """The lower triangle with the real part of the diagonal halved (the diagonal of a
+    Hermitian matrix is real; its transpose under the Re(ct * t) pairing is itself)."""
+    return add_p.bind(tril(x, -1), mul_p.bind(real_diagonal_part(x), np.asarray(0.5, x.dtype)))
 
 
 def _cholesky_jvp(primals, tangents):
     a, = primals
     ta, = tangents
     L = cholesky_p.bind(a)
-    # The kernel reads only the lower triangle of a: the symmetric matrix it
-    # factors moves by tril(dA) + tril(dA, -1)^T.
-    sigma_dot = add_p.bind(tril(ta), mT(tril(ta, -1)))
+    # The kernel reads only the lower triangle of a (its diagonal's real part): the
+    # Hermitian matrix it factors moves by that triangle mirrored.
+    sigma_dot = hermitian_from_triangle(ta, True)
     tmp = triangular_solve_p.bind(L, sigma_dot, left_side=True, lower=True,
                                   transpose_a=False, unit_diagonal=False)
-    w = triangular_solve_p.bind(L, tmp, left_side=False, lower=True, transpose_a=True,
+    # tmp L^-H, as a solve against conj(L) transposed
+    w = triangular_solve_p.bind(conj(L), tmp, left_side=False, lower=True, transpose_a=True,
                                 unit_diagonal=False)
     return L, mm(L, _phi(w))
 
 
 def _cholesky_vjp(g, L, a):
-    # The transpose of the JVP: S = L^-T Phi(L^T G) L^-1, folded onto the lower triangle.
+    # The transpose of the JVP under the Re(ct * t) pairing:
+    # S = L^-T Phi(L^T G) conj(L)^-1, folded onto the lower triangle.
     p = _phi(mm(mT(L), g))
     y = triangular_solve_p.bind(L, p, left_side=True, lower=True, transpose_a=True,
                                 unit_diagonal=False)
-    s = triangular_solve_p.bind(L, y, left_side=False, lower=True, transpose_a=False,
+    s = triangular_solve_p.bind(conj(L), y, left_side=False, lower=True, transpose_a=False,
                                 unit_diagonal=False)
-    return (add_p.bind(tril(s), tril(mT(s), -1)),)
+    return (onto_triangle(s, True),)
 
 
 cholesky_p = leading("cholesky", abstract_eval=_cholesky_shape,
@@ -230,10 +269,11 @@ cholesky_p = leading("cholesky", abstract_eval=_cholesky_shape,
 
 
 def cholesky(x, *, symmetrize_input=True):
-    """The lower Cholesky factor of a symmetric positive-definite x (lax.linalg's).
-    With symmetrize_input, factors (x + x^T) / 2; otherwise reads x's lower triangle."""
+    """The lower Cholesky factor of a Hermitian (symmetric) positive-definite x
+    (lax.linalg's). With symmetrize_input, factors (x + x^H) / 2; otherwise reads x's
+    lower triangle."""
     if symmetrize_input:
-        x = div_p.bind(add_p.bind(x, mT(x)), np.asarray(2, x.dtype))
+        x = div_p.bind(add_p.bind(x, mT(conj(x))), np.asarray(2, x.dtype))
     return cholesky_p.bind(x)
 
 

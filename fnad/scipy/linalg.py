@@ -76,12 +76,14 @@ def _unvector(x, vector):
 
 def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     """The Cholesky factor, reading only the `lower` (or upper) triangle of a:
-    a = L L^T (lower) or U^T U."""
+    a = L L^H (lower) or U^H U."""
     a, = _floats("cholesky", a)
     _matrix("cholesky", a)
     if lower:
         return L.cholesky(a, symmetrize_input=False)
-    return jnp.matrix_transpose(L.cholesky(jnp.matrix_transpose(a), symmetrize_input=False))
+    # The upper triangle of a is the lower one of a^H; and U = L^H.
+    factor = L.cholesky(jnp.conj(jnp.matrix_transpose(a)), symmetrize_input=False)
+    return jnp.conj(jnp.matrix_transpose(factor))
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
@@ -94,9 +96,12 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
     c, b = _floats("cho_solve", c, b)
     c, b, vector = _rhs("cho_solve", _matrix("cho_solve", c), b)
-    # a = C C^T (lower) or C^T C: one solve with each triangle.
-    first = L.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower)
-    x = L.triangular_solve(c, first, left_side=True, lower=lower, transpose_a=lower)
+    # a = C C^H (lower) or C^H C: one solve with each triangle, C^H as conj(C)
+    # transposed.
+    first = L.triangular_solve(c if lower else jnp.conj(c), b, left_side=True, lower=lower,
+                               transpose_a=not lower)
+    x = L.triangular_solve(jnp.conj(c) if lower else c, first, left_side=True, lower=lower,
+                           transpose_a=lower)
     return _unvector(x, vector)
 
 
@@ -114,6 +119,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
                          f"{trans!r}")
     a, b = _floats("solve_triangular", a, b)
     a, b, vector = _rhs("solve_triangular", _matrix("solve_triangular", a), b)
+    if trans in (2, "C"):
+        a = jnp.conj(a)
     x = L.triangular_solve(a, b, left_side=True, lower=lower, transpose_a=_TRANS[trans],
                            unit_diagonal=unit_diagonal)
     return _unvector(x, vector)
@@ -387,8 +394,8 @@ def inv(a, overwrite_a=False, check_finite=True):
     return nla.inv(a)
 
 
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
-          assume_a="gen"):
+def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
+          check_finite=True, assume_a="gen"):
     """x with a x = b. assume_a 'gen' uses LU; 'sym'/'her' too (a is read whole);
     'pos' uses the Cholesky factor of the `lower` (or upper) triangle."""
     if assume_a not in ("gen", "sym", "her", "pos"):
