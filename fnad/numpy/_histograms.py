@@ -1,11 +1,11 @@
 """Counting: bincount, digitize and histograms.
 
-Bin membership is decided by comparisons with the edges, the rule numpy's results
-obey (a value on an inner edge belongs to the bin on its right; one on the last edge
-to the last bin), so no index arithmetic can put a value in a neighbouring bin.
-Counts are sums of memberships: fnad ops throughout, so they run under jit and vmap.
-A result whose length depends on the data (bincount without length=) needs concrete
-values, as in JAX."""
+A value's bin is found by binary search among the edges (searchsorted), so a value on
+an inner edge belongs to the bin on its right and one on the last edge to the last
+bin, the rule numpy's results obey; counts are scatter-adds into the bins, so memory
+grows with the data, not with data times bins. fnad ops throughout: they run under jit
+and vmap. A result whose length depends on the data (bincount without length=) needs
+concrete values, as in JAX."""
 import builtins
 import operator
 
@@ -14,11 +14,12 @@ import numpy as np
 from .. import dtypes
 from ..errors import ConcretizationError, DTypeError
 from ._core import as_operand, astype, promote, promote_inexact
-from ._creation import linspace
-from ._elementwise import isnan, where
+from ._creation import linspace, zeros
+from ._elementwise import maximum, where
 from ._nonzero import concrete_value
 from ._reductions import max as _max, min as _min, sum as _sum
-from ._shapes import concatenate, expand_dims, reshape, stack, take_range
+from ._shapes import broadcast_to, flip, reshape, stack, take_range
+from ._sorting import searchsorted
 
 __all__ = ["bincount", "digitize", "histogram_bin_edges", "histogram", "histogram2d",
            "histogramdd"]
@@ -47,17 +48,29 @@ def bincount(x, weights=None, minlength=0, *, length=None):
                 f"shape {tuple(x.shape)}); pass length= for a result of static shape")
         length = max(int(value.max()) + 1 if value.size else 0, minlength)
     length = operator.index(length)
-    bins = np.arange(length, dtype=x.dtype if x.dtype.kind != "b" else np.int32)
-    member = expand_dims(x, 1) == bins                       # (n, length)
+    # out-of-range values are dropped; a traced negative one (unchecked) counts at 0,
+    # as in JAX
+    index = _clip_low(x)
     if weights is None:
-        return _sum(member, 0, dtype=dtypes.default_int())
+        ones = broadcast_to(np.ones((), dtypes.default_int()), tuple(x.shape))
+        return _scatter_counts(index, ones, length)
     weights = as_operand(weights)
     if tuple(weights.shape) != tuple(x.shape):
         raise ValueError(f"bincount: weights (shape {tuple(weights.shape)}) must have "
                          f"x's shape {tuple(x.shape)}")
     weights, = promote(weights)
-    zero = np.zeros((), weights.dtype)
-    return _sum(where(member, expand_dims(weights, 1), zero), 0)
+    return _scatter_counts(index, weights, length)
+
+
+def _clip_low(x):
+    if x.dtype.kind == "b":
+        return astype(x, np.int32)
+    return maximum(x, np.zeros((), x.dtype)) if x.dtype.kind == "i" else x
+
+
+def _scatter_counts(index, values, length):
+    """sum of values per index 0..length-1; indices at or past length dropped."""
+    return zeros(length, values.dtype).at[index].add(values, mode="drop")
 
 
 def digitize(x, bins, right=False, *, method=None):
@@ -71,16 +84,13 @@ def digitize(x, bins, right=False, *, method=None):
     index = dtypes.index_dtype(n + 1)
     if n == 0:
         return astype(x * 0, index)
-    xs = expand_dims(x, -1)
-    increasing = take_range(bins, 0, 1, 0) <= take_range(bins, n - 1, n, 0)
-    up = _sum((bins < xs) if right else (bins <= xs), -1, dtype=index)
-    down = _sum((bins >= xs) if right else (bins > xs), -1, dtype=index)
-    out = where(reshape(increasing, ()), up, down)
-    if x.dtype.kind == "f":     # numpy sorts NaN past every bin
-        nan_index = where(reshape(increasing, ()), np.asarray(n, index),
-                          np.zeros((), index))
-        out = where(isnan(x), nan_index, out)
-    return out
+    increasing = reshape(take_range(bins, 0, 1, 0) <= take_range(bins, n - 1, n, 0), ())
+    # numpy's rule through searchsorted (NaN sorts last: past every increasing bin,
+    # before every decreasing one)
+    side = "left" if right else "right"
+    up = searchsorted(bins, x, side=side)
+    down = n - searchsorted(flip(bins, 0), x, side=side)
+    return astype(where(increasing, up, down), index)
 
 
 def _edges(name, a, bins, range_, concrete_check=True):
@@ -131,16 +141,16 @@ def _edges(name, a, bins, range_, concrete_check=True):
     return edges
 
 
-def _membership(a, edges):
-    """(n, bins) booleans: a in [edge_k, edge_k+1), the last bin closed on the right."""
-    values = expand_dims(a, -1)
+def _bin_index(a, edges):
+    """The bin of each value (edges increasing): edge_k <= a < edge_k+1, the last bin
+    closed on the right; values outside (and NaN) get the index nbins (dropped)."""
     nb = edges.shape[0] - 1
-    lower, upper = take_range(edges, 0, nb, 0), take_range(edges, 1, nb + 1, 0)
-    below_upper = values < upper
     last = reshape(take_range(edges, nb, nb + 1, 0), ())
-    closed = concatenate([take_range(below_upper, 0, nb - 1, 1),
-                          take_range(values <= last, 0, 1, 1)], 1)
-    return (values >= lower) & closed
+    first = reshape(take_range(edges, 0, 1, 0), ())
+    index = searchsorted(edges, a, side="right") - 1
+    index = where(a == last, np.asarray(nb - 1, index.dtype), index)
+    outside = (index < 0) | (index >= nb) | ~(a >= first) | ~(a <= last)
+    return where(outside, np.asarray(nb, index.dtype), index)
 
 
 def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
@@ -153,18 +163,21 @@ def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
     a = reshape(as_operand(a), (-1,))
     edges = _edges("histogram", a, bins, range)
     a, edges_c = promote(a, edges)
-    member = _membership(a, edges_c)
-    if weights is None and not density:
-        return _sum(member, 0, dtype=dtypes.default_int()), edges
+    index = _bin_index(a, edges_c)
+    nb = edges.shape[0] - 1
     if weights is None:
-        counts = _sum(astype(member, edges.dtype), 0)
+        ones = broadcast_to(np.ones((), dtypes.default_int()), tuple(a.shape))
+        counts = _scatter_counts(index, ones, nb)
+        if not density:
+            return counts, edges
+        counts = astype(counts, edges.dtype)
     else:
         w = reshape(as_operand(weights), (-1,))
         if w.shape[0] != a.shape[0]:
             raise ValueError(f"histogram: weights (shape {tuple(as_operand(weights).shape)}) "
                              f"must have a's shape")
         w, = promote(w)
-        counts = _sum(where(member, expand_dims(w, 1), np.zeros((), w.dtype)), 0)
+        counts = _scatter_counts(index, w, nb)
     if density:
         counts, widths = promote_inexact(counts, _widths(edges))
         counts = counts / _sum(counts) / widths
@@ -193,22 +206,23 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
     if len(bins) != d or len(ranges) != d:
         raise ValueError(f"histogramdd: bins and range need one entry per dimension ({d})")
     sample, = promote_inexact(sample)
-    edges, members = [], []
+    edges, flat, nbins = [], None, []
     for k in builtins.range(d):
         column = reshape(take_range(sample, k, k + 1, 1), (-1,))
         e = _edges("histogramdd", column, bins[k], ranges[k])
         edges.append(e)
-        members.append(astype(_membership(column, promote(e, column)[0]), sample.dtype))
-    total = members[0]
-    if weights is not None:
-        w, = promote(as_operand(weights))
-        total = total * expand_dims(astype(w, sample.dtype), 1)
-    n = sample.shape[0]
-    for m in members[1:]:
-        total = reshape(expand_dims(total, -1) * reshape(m, (n,) + (1,) * (total.ndim - 1)
-                                                          + (m.shape[1],)),
-                        (n,) + tuple(total.shape[1:]) + (m.shape[1],))
-    counts = _sum(total, 0)
+        nb = e.shape[0] - 1
+        index = astype(_bin_index(column, promote(e, column)[0]), np.int64)
+        # one flat bin index, row-major; a point outside any dimension is dropped
+        flat = index if flat is None else where((flat >= _prod(nbins)) | (index >= nb),
+                                                np.asarray(_prod(nbins) * nb, np.int64),
+                                                flat * nb + index)
+        nbins.append(nb)
+    total = _prod(nbins)
+    flat = where(flat >= total, np.asarray(total, np.int64), flat)
+    w = broadcast_to(np.ones((), sample.dtype), (sample.shape[0],)) if weights is None \
+        else astype(reshape(as_operand(weights), (-1,)), sample.dtype)
+    counts = reshape(_scatter_counts(flat, w, total), tuple(nbins))
     if density:
         volume = None
         for k, e in enumerate(edges):
@@ -219,6 +233,12 @@ def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noq
         counts = counts / _sum(counts) / volume
     return counts, edges
 
+
+def _prod(values):
+    out = 1
+    for v in values:
+        out *= v
+    return out
 
 
 def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
