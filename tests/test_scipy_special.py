@@ -429,6 +429,30 @@ def test_grad_matches_central_differences(name):
     np.testing.assert_allclose(t, g, rtol=1e-12)
 
 
+def test_derivatives_far_out_keep_their_digits():
+    # erfcx' = 2x erfcx - 2/sqrt(pi) and F' = 1 - 2x F cancel for large x (the
+    # difference would be 0 or noise at 1e12): the asymptotic series there
+    x = arr(1e4, 1e12)
+    np.testing.assert_allclose(fnad.vmap(fnad.grad(fs.erfcx))(x),
+                               -(1 - 1.5 / x ** 2) / (math.sqrt(math.pi) * x ** 2), rtol=1e-15)
+    np.testing.assert_allclose(fnad.vmap(fnad.grad(fs.dawsn))(-x),
+                               -(1 + 1.5 / x ** 2) / (2 * x ** 2), rtol=1e-15)
+    # exp(-x) I_nu(x) ~ (1 + a1/x + a2/x^2) / sqrt(2 pi x) with (a1, a2) = (1/8, 9/128)
+    # for nu = 0 and (-3/8, -15/128) for nu = 1; term by term, its derivative is
+    # -(1 + 3 a1/x + 5 a2/x^2) / (2 sqrt(2 pi) x^1.5)
+    lead = -1 / (2 * math.sqrt(2 * math.pi) * x ** 1.5)
+    i0 = lead * (1 + 3 / (8 * x) + 45 / (128 * x * x))
+    i1 = lead * (1 - 9 / (8 * x) - 75 / (128 * x * x))
+    np.testing.assert_allclose(fnad.vmap(fnad.grad(fs.i0e))(x), i0, rtol=1e-11)
+    np.testing.assert_allclose(fnad.vmap(fnad.grad(fs.i0e))(-x), -i0, rtol=1e-11)
+    np.testing.assert_allclose(fnad.vmap(fnad.grad(fs.i1e))(x), i1, rtol=1e-11)
+    # on both sides of the switch the two forms agree
+    for f, edge in ((fs.erfcx, 10.0), (fs.dawsn, 10.0), (fs.i0e, 30.0), (fs.i1e, 30.0)):
+        near = arr(edge * (1 - 1e-13), edge * (1 + 1e-13))
+        g = np.asarray(fnad.vmap(fnad.grad(f))(near))
+        assert abs(g[1] - g[0]) <= 1e-11 * abs(g[0]), f
+
+
 def test_second_derivatives_and_jit_of_grad():
     x = jnp.asarray(POINTS)
     # lgamma'' = polygamma(1), digamma'' = polygamma(2)

@@ -15,8 +15,8 @@ from ..errors import GradientError
 from ..kernels.cpu import special as kernels
 from ._rules import add_tangents, broadcasting
 from .elementwise import (
-    unary, exp_p, log_p, sign_p, select_p, max_p, sin_p, cos_p, sum_to_shape, broadcast_to,
-    elementwise_primitive)
+    unary, exp_p, log_p, sign_p, select_p, max_p, sin_p, cos_p, abs_p, sqrt_p, sum_to_shape,
+    broadcast_to, elementwise_primitive)
 
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 
@@ -39,9 +39,6 @@ digamma_p = unary("digamma", kernels.digamma,
 # erfc' = -2/sqrt(pi) exp(-x^2)
 erfc_p = unary("erfc", kernels.erfc, lambda x, y: -_TWO_OVER_SQRT_PI * exp_p.bind(-x * x),
                _scalar("erfc", 1))
-# erfcx(x) = exp(x^2) erfc(x): erfcx' = 2x erfcx - 2/sqrt(pi)
-erfcx_p = unary("erfcx", kernels.erfcx, lambda x, y: 2 * x * y - _TWO_OVER_SQRT_PI,
-                _scalar("erfcx", 1))
 # The inverse's derivative is 1 / erf'(erf_inv(x)) = sqrt(pi)/2 exp(erf_inv(x)^2).
 erf_inv_p = unary("erf_inv", kernels.erf_inv,
                   lambda x, y: (1 / _TWO_OVER_SQRT_PI) * exp_p.bind(y * y),
@@ -50,23 +47,92 @@ erf_inv_p = unary("erf_inv", kernels.erf_inv,
 ndtri_p = unary("ndtri", kernels.ndtri,
                 lambda x, y: math.sqrt(2 * math.pi) * exp_p.bind(0.5 * y * y),
                 _scalar("ndtri", 1))
-# i0e(x) = exp(-|x|) I0(x), I0' = I1: i0e' = i1e - sign(x) i0e
-bessel_i0e_p = unary("bessel_i0e", kernels.bessel_i0e,
-                     lambda x, y: bessel_i1e_p.bind(x) - sign_p.bind(x) * y,
-                     _scalar("bessel_i0e", 1))
+# ---- Derivatives that are a difference of nearly equal terms for large |x| (erfcx'
+# = 2x erfcx - 2/sqrt(pi), i0e' = i1e - i0e, ...) lose x or x^2 ulps there; past a
+# threshold they come from their asymptotic series instead.
+
+def _horner(coefficients, u):
+    total = coefficients[-1] + 0 * u
+    for c in reversed(coefficients[:-1]):
+        total = total * u + c
+    return total
+
+
+def _double_factorials(n, alternate):
+    """(2k+1)!! for k < n, with alternating signs if asked."""
+    out, value = [], 1.0
+    for k in range(n):
+        out.append(-value if alternate and k % 2 else value)
+        value *= 2 * k + 3
+    return out
+
+
+def _bessel_ie_derivative_series(nu, n=24):
+    """c_k with (d/dx) exp(-x) I_nu(x) = -(2 pi)^(-1/2) x^(-3/2) sum_k c_k x^-k, x > 0:
+    the term by term derivative of the asymptotic series of exp(-x) I_nu(x)."""
+    coefficients, a = [], 1.0
+    for k in range(n):
+        coefficients.append(a * (k + 0.5))
+        a *= ((2 * k + 1) ** 2 - 4 * nu * nu) / (8 * (k + 1))
+    return coefficients
+
+
+_ERFCX_TAIL = _double_factorials(16, alternate=True)
+_DAWSN_TAIL = _double_factorials(16, alternate=False)
+_I0E_TAIL = _bessel_ie_derivative_series(0)
+_I1E_TAIL = _bessel_ie_derivative_series(1)
+
+
+def _far(x, threshold, direct, far, symmetric=True):
+    """direct(x) below `threshold` in |x| (in x if not symmetric), far(|x|) past it; each
+    branch sees only arguments it is good for, so the one select drops stays finite."""
+    magnitude = abs_p.bind(x) if symmetric else x
+    near = magnitude < threshold
+    return select_p.bind(near, direct(select_p.bind(near, x, 0 * x)),
+                         far(select_p.bind(near, threshold + 0 * x, magnitude)))
+
+
+def _erfcx_deriv(x, y):
+    # erfcx' = 2x erfcx - 2/sqrt(pi); for x >= 10: -(1 / (sqrt(pi) x^2)) sum_k
+    # (-1)^k (2k+1)!! / (2x^2)^k
+    def far(a):
+        return -_horner(_ERFCX_TAIL, 1 / (2 * a * a)) / (math.sqrt(math.pi) * a * a)
+    return _far(x, 10.0, lambda x: 2 * x * erfcx_p.bind(x) - _TWO_OVER_SQRT_PI, far,
+                symmetric=False)
+
+
+def _i0e_deriv(x, y):
+    # i0e(x) = exp(-|x|) I0(x), I0' = I1: i0e' = i1e - sign(x) i0e
+    def far(a):
+        return -_horner(_I0E_TAIL, 1 / a) / (math.sqrt(2 * math.pi) * a * sqrt_p.bind(a))
+    return sign_p.bind(x) * _far(
+        x, 30.0, lambda x: sign_p.bind(x) * bessel_i1e_p.bind(x) - bessel_i0e_p.bind(x), far)
 
 
 def _i1e_deriv(x, y):
     # I1' = I0 - I1 / x: i1e' = i0e - i1e (sign(x) + 1/x), whose limit at 0 is 1/2.
-    zero = x == 0
-    safe = select_p.bind(zero, 1 + 0 * x, x)
-    general = bessel_i0e_p.bind(x) - y * (sign_p.bind(x) + 1 / safe)
-    return select_p.bind(zero, 0.5 + 0 * x, general)
+    def direct(x):
+        zero = x == 0
+        safe = select_p.bind(zero, 1 + 0 * x, x)
+        general = bessel_i0e_p.bind(x) - bessel_i1e_p.bind(x) * (sign_p.bind(x) + 1 / safe)
+        return select_p.bind(zero, 0.5 + 0 * x, general)
+
+    def far(a):
+        return -_horner(_I1E_TAIL, 1 / a) / (math.sqrt(2 * math.pi) * a * sqrt_p.bind(a))
+    return _far(x, 30.0, direct, far)
 
 
+def _dawsn_deriv(x, y):
+    # F' = 1 - 2x F; for |x| >= 10: -(1 / (2x^2)) sum_k (2k+1)!! / (2x^2)^k
+    def far(a):
+        return -_horner(_DAWSN_TAIL, 1 / (2 * a * a)) / (2 * a * a)
+    return _far(x, 10.0, lambda x: 1 - 2 * x * dawsn_p.bind(x), far)
+
+
+erfcx_p = unary("erfcx", kernels.erfcx, _erfcx_deriv, _scalar("erfcx", 1))
+bessel_i0e_p = unary("bessel_i0e", kernels.bessel_i0e, _i0e_deriv, _scalar("bessel_i0e", 1))
 bessel_i1e_p = unary("bessel_i1e", kernels.bessel_i1e, _i1e_deriv, _scalar("bessel_i1e", 1))
-# Dawson's F' = 1 - 2x F
-dawsn_p = unary("dawsn", kernels.dawsn, lambda x, y: 1 - 2 * x * y, _scalar("dawsn", 1))
+dawsn_p = unary("dawsn", kernels.dawsn, _dawsn_deriv, _scalar("dawsn", 1))
 
 
 def _si_deriv(x, y):
