@@ -11,7 +11,7 @@ from ._indexing import take
 from ._nonzero import concrete_value
 from ._reductions import cumsum, sum as _sum
 from ._shapes import broadcast_to, concatenate, expand_dims, ravel, reshape, take_range
-from ._sorting import argsort
+from ._sorting import argsort, searchsorted
 
 __all__ = ["diff", "ediff1d", "gradient", "trapezoid", "unwrap", "interp"]
 
@@ -222,8 +222,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if n == 1:
         inside = broadcast_to(f_first, x.shape)
     else:
-        j = _sum(expand_dims(x, -1) >= xp, -1) - 1
-        j = clip(j, 0, n - 2)
+        j = clip(searchsorted(xp, x, side="right") - 1, 0, n - 2)
         x0, x1, f0, f1 = take(xp, j), take(xp, j + 1), take(fp, j), take(fp, j + 1)
         slope = (f1 - f0) / (x1 - x0)
         inside = slope * (x - x0) + f0
