@@ -239,8 +239,13 @@ def test_index_expressions_and_errors():
     with pytest.raises(ValueError, match="dimension 1"):
         fnp.ravel_multi_index((np.array([0]), np.array([4])), (3, 4))
     # traced flat indices are clipped into range (JAX's rule)
-    rows, cols = fnad.jit(lambda i: fnp.unravel_index(i, (3, 4)))(np.array([5, 30]))
-    same(rows, np.array([1, 2])) and same(cols, np.array([1, 3]))
+    rows, cols = fnad.jit(lambda i: fnp.unravel_index(i, (3, 4)))(np.array([5, 30, -1, -13]))
+    same(rows, np.array([1, 2, 2, 0]))
+    same(cols, np.array([1, 3, 3, 0]))
+    jnp = pytest.importorskip("jax.numpy")
+    want = jnp.unravel_index(jnp.array([5, 30, -1, -13]), (3, 4))
+    same(rows, np.asarray(want[0], np.int64))
+    same(cols, np.asarray(want[1], np.int64))
 
 
 # --------------------------------------------------------------------------- sets

@@ -75,7 +75,8 @@ def unravel_index(indices, shape, order="C"):
             raise ValueError(f"unravel_index: index {bad.flat[0]} is out of bounds for an "
                              f"array of shape {dims} (size {size})")
     elif size:
-        index = E.clip(index, 0, size - 1)      # traced: clipped, as JAX does
+        # traced: negative indices count from the end, then clipped, as JAX does
+        index = E.clip(E.where(E.less(index, 0), index + size, index), 0, size - 1)
     return tuple(E.remainder(E.floor_divide(index, s), n) if n else index * 0
                  for s, n in zip(strides, dims))
 
