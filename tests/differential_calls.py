@@ -710,8 +710,8 @@ MORE_CALLS_2 = [
          label="coordinates edge_order=2", jax=None),  # JAX has no edge_order=2
     call("numpy", fnp, "trapezoid", [("2-d", [D((3, 6)), COORDS])], I32F, "float",
          adapt=lambda lib: (lambda y, x: lib.trapezoid(y, x))),
-    call("numpy", fnp, "trapezoid", [("2-d", [D((4, 3))])], I32F, "float", kw=dict(dx=0.25, axis=0),
-         label="dx"),
+    call("numpy", fnp, "trapezoid", [("2-d", [D((4, 3))])], I32F, "float",
+         kw=dict(dx=0.25, axis=0), label="dx"),
     call("numpy", fnp, "unwrap", [("2-d", [D((2, 12), domain=Domain(
         "phase steps", lambda r, n: np.cumsum(r.normal(0, 2.5, n)),
         lambda r, n: np.cumsum(r.integers(-5, 6, n))))])], (F32, F64), "float"),
@@ -724,15 +724,15 @@ MORE_CALLS_2 = [
          "same", adapt=lambda lib: (lambda x, xp, fp: lib.interp(x, xp, fp, period=360)),
          label="period", tol=16, **NOGRAD),  # x mod 360 rounds in float32
     call("numpy", fnp, "convolve", [("long first", [D((7,)), D((3,))]),
-                                    ("short first", [D((2,)), D((5,))])], ALL, "float", scale="abs",
-         tol=16),
+                                    ("short first", [D((2,)), D((5,))])], ALL, "float",
+         scale="abs", tol=16),
     call("numpy", fnp, "convolve", [("long first", [D((7,)), D((4,))])], NUM, "float", scale="abs",
          tol=16, kw=dict(mode="same"), label="same"),
     call("numpy", fnp, "correlate", [("long first", [D((7,)), D((3,))]),
-                                     ("short first", [D((4,)), D((6,))])], NUM, "float", scale="abs",
-         tol=16, kw=dict(mode="same")),
-    call("numpy", fnp, "correlate", [("long first", [D((6,)), D((3,))])], NUM, "float", scale="abs",
-         tol=16, label="valid"),
+                                     ("short first", [D((4,)), D((6,))])], NUM, "float",
+         scale="abs", tol=16, kw=dict(mode="same")),
+    call("numpy", fnp, "correlate", [("long first", [D((6,)), D((3,))])], NUM, "float",
+         scale="abs", tol=16, label="valid"),
     call("numpy", fnp, "kaiser", [("beta", [D((), domain=POS)])], F3264, "same", tol=32,
          adapt=lambda lib: (lambda b: lib.kaiser(7, b))),
     call("numpy", fnp, "logspace", [("none", [])], (F32,), F32, adapt=lambda lib: (

@@ -10,7 +10,7 @@ from ._elementwise import abs, clip, isnan, remainder, where
 from ._indexing import take
 from ._nonzero import concrete_value
 from ._reductions import cumsum, sum as _sum
-from ._shapes import broadcast_to, concatenate, expand_dims, ravel, reshape, take_range
+from ._shapes import broadcast_to, concatenate, ravel, reshape, take_range
 from ._sorting import argsort, searchsorted
 
 __all__ = ["diff", "ediff1d", "gradient", "trapezoid", "unwrap", "interp"]
@@ -213,12 +213,14 @@ def interp(x, xp, fp, left=None, right=None, period=None):
         order = argsort(xp)
         xp, fp = take(xp, order), take(fp, order)
         n = xp.shape[0]
-        xp = concatenate([take_range(xp, n - 1, n, 0) - per, xp, take_range(xp, 0, 1, 0) + per], 0)
+        xp = concatenate([take_range(xp, n - 1, n, 0) - per, xp,
+                          take_range(xp, 0, 1, 0) + per], 0)
         fp = concatenate([take_range(fp, n - 1, n, 0), fp, take_range(fp, 0, 1, 0)], 0)
         left = right = None
     n = xp.shape[0]
-    first, last = reshape(take_range(xp, 0, 1, 0), ()), reshape(take_range(xp, n - 1, n, 0), ())
-    f_first, f_last = reshape(take_range(fp, 0, 1, 0), ()), reshape(take_range(fp, n - 1, n, 0), ())
+    def at(a, i):
+        return reshape(take_range(a, i, i + 1, 0), ())
+    first, last, f_first, f_last = at(xp, 0), at(xp, n - 1), at(fp, 0), at(fp, n - 1)
     if n == 1:
         inside = broadcast_to(f_first, x.shape)
     else:

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..errors import DTypeError
 from ..primitives import elementwise as E
-from ._core import as_operand, astype, promote, promote_inexact
+from ._core import as_operand, astype, promote_inexact
 from ._elementwise import (abs, clip, copysign, floor, isfinite, isinf, isnan, log2,
                            trunc, where)
 
