@@ -298,6 +298,20 @@ def test_complex_cholesky_family():
     check_grads(L.cholesky_p.bind, (h + np.triu(c, 1) + 0.5j * np.eye(3),), 1)
 
 
+def test_complex_lu_family():
+    c = rng.standard_normal((2, 4, 3)) + 1j * rng.standard_normal((2, 4, 3))
+    p, low, up = (np.asarray(x) for x in fsl.lu(c))
+    np.testing.assert_allclose(p @ low @ up, c, atol=1e-12)
+    # pivots chosen by |re| + |im| (LAPACK's size) bound the multipliers' moduli by sqrt 2
+    assert (np.abs(low) <= np.sqrt(2) + 1e-12).all()
+    check_grads(lambda x: fnad.lax.linalg.lu(x)[0], (c,), 2)        # holomorphic
+    a, b = c[0, :3], rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    factors = fsl.lu_factor(a)
+    for trans, op in ((0, a), (1, a.T), (2, np.conj(a.T))):
+        np.testing.assert_allclose(fsl.lu_solve(factors, b, trans=trans), np.linalg.solve(op, b),
+                                   rtol=1e-10)
+
+
 def test_vector_diagonal_and_tensor_helpers_match_numpy():
     x1, x2 = rng.standard_normal((2, 3)), rng.standard_normal(3)
     np.testing.assert_allclose(jnp.linalg.cross(x1, x2), np.linalg.cross(x1, x2))

@@ -386,7 +386,7 @@ def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
 # The pivots and the permutation are integers: piecewise constant, no derivative.
 
 def _lu_shape(a):
-    check_matrices("lu", ("a", a))
+    check_matrices("lu", ("a", a), complex_ok=True)     # LU is holomorphic
     m, n = a.shape[-2:]
     lead = tuple(a.shape[:-2])
     return [ShapedArray(a.shape, a.dtype), ShapedArray(lead + (min(m, n),), np.dtype(np.int32)),

@@ -158,12 +158,15 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
-    """x with a x = b (trans 0) or a^T x = b (1, 2), from lu_factor's (lu, piv)."""
+    """x with a x = b (trans 0), a^T x = b (1) or a^H x = b (2), from lu_factor's
+    (lu, piv)."""
     factors, pivots = lu_and_piv
     if trans not in _TRANS:
         raise ValueError(f"lu_solve: trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}")
     factors, b = _floats("lu_solve", factors, b)
     factors, b, vector = _rhs("lu_solve", _matrix("lu_solve", factors), b)
+    if trans in (2, "C"):       # conj(a) has the conjugate factors, pivoted alike
+        factors = jnp.conj(factors)
     m = factors.shape[-1]
     pivots = jnp.broadcast_to(jnp.asarray(pivots), tuple(factors.shape[:-2]) + (m,))
     p = _permutation_matrix(D.lu_pivots_to_permutation(pivots, m), factors.dtype)

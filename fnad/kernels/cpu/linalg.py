@@ -48,6 +48,12 @@ def triangular_solve(a, b, left_side, lower, transpose_a, unit_diagonal):
 
 
 @numba.njit(cache=True)
+def _magnitude(x):
+    """|re| + |im|: LAPACK's pivot size (izamax's), |x| for a real x."""
+    return abs(x.real) + abs(x.imag)
+
+
+@numba.njit(cache=True)
 def _getrf(a, pivots, permutation):
     """LU with partial pivoting in place, LAPACK getf2's order: for each column, the
     row with the largest |entry| (the first such) becomes the pivot row, then the
@@ -59,9 +65,9 @@ def _getrf(a, pivots, permutation):
             permutation[b, i] = i
         for j in range(min(m, n)):
             p = j
-            best = abs(a[b, j, j])
+            best = _magnitude(a[b, j, j])
             for i in range(j + 1, m):
-                v = abs(a[b, i, j])
+                v = _magnitude(a[b, i, j])
                 if v > best:
                     p, best = i, v
             pivots[b, j] = p
