@@ -47,32 +47,29 @@ def _need_concrete(name, size, *arrays):
             concrete_or_raise(as_operand(a), name, sized=True)
 
 
-def _runs(ar, axis, equal_nan, size, fill_value, name):
-    """The unique pipeline: (values, index, inverse, counts) as fnad values, and the
-    number K of unique entries returned."""
+def _unique(ar, axis, equal_nan, size, fill_value, name):
+    """The unique pipeline: (values, index, inverse, counts) as fnad values."""
     a = as_operand(ar)
     _need_concrete(name, size, a)
     shape = tuple(a.shape)
-    if axis is None:
-        a, axis = ravel(a), 0
-    if a.ndim == 0:
-        a = reshape(a, (1,))
-    axis = normalize_axis(axis, a.ndim)
-    moved = moveaxis(a, axis, 0)
+    flat = ravel(a) if axis is None or a.ndim == 0 else a
+    along = 0 if axis is None else normalize_axis(axis, flat.ndim)
+    moved = moveaxis(flat, along, 0)        # the slices to compare are rows
     n = moved.shape[0]
     m = int(np.prod(moved.shape[1:], dtype=np.int64))
-    rows = reshape(moved, (n, m))
     index_dtype = dtypes.index_dtype(n)
+    k = None if size is None else operator_index(size, name)
     if n == 0 or m == 0:
         if m == 0 and n:
             raise ShapeError(f"{name}: cannot take unique slices of length 0 along axis "
-                             f"{axis} of an array of shape {shape}")
-        k = 0 if size is None else operator_index(size, name)
+                             f"{along} of an array of shape {shape}")
         # nothing to take the default padding from: fill_value, else 0
-        fill = 0 if fill_value is None else fill_value
-        values = Array(np.full((k,) + tuple(moved.shape[1:]), fill, moved.dtype))
-        return (values, Array(np.zeros(k, index_dtype)), Array(np.zeros(0, index_dtype)),
-                Array(np.zeros(k, index_dtype)))
+        values = Array(np.full(((k or 0),) + tuple(moved.shape[1:]),
+                               0 if fill_value is None else fill_value, moved.dtype))
+        zeros = Array(np.zeros(k or 0, index_dtype))
+        return (moveaxis(values, 0, along), zeros,
+                Array(np.zeros(shape if axis is None else (0,), index_dtype)), zeros)
+    rows = reshape(moved, (n, m))
     if m == 1:
         perm = argsort(rows[:, 0])
     else:
@@ -80,40 +77,26 @@ def _runs(ar, axis, equal_nan, size, fill_value, name):
     ordered = take(rows, perm, axis=0)
     changes = _any(_differs(take_range(ordered, 1, n, 0), take_range(ordered, 0, n - 1, 0),
                             equal_nan), axis=1)
-    first = concatenate([np.ones(1, bool), changes])
-    if size is None:
+    first = concatenate([np.ones(1, bool), changes])       # where each run starts
+    if k is None:
         k = int(np.count_nonzero(concrete_or_raise(first, name, sized=True)))
-    else:
-        k = operator_index(size, name)
     starts, = sized_positions(first, k, [n], [np.arange(n, dtype=dtypes.index_dtype(n + 1))])
-    group = cumsum(first, dtype=index_dtype) - 1
-    values = take(ordered, starts, axis=0, mode="fill", fill_value=0)
-    index = take(perm, starts, mode="clip")     # padded: the smallest value's index
+    group = cumsum(first, dtype=index_dtype) - 1            # each sorted row's run
+    values = take(ordered, starts, axis=0, mode="clip")
+    index = take(perm, starts, mode="clip")
     inverse = IndexUpdateRef(Array(np.zeros(n, index_dtype)), perm).set(group)
     counts = IndexUpdateRef(Array(np.zeros(k, index_dtype)), group).add(
         np.ones(n, index_dtype))
-    return values, index, inverse, counts, (starts, ordered, n, moved, axis, shape)
-
-
-def _unique(ar, axis, equal_nan, size, fill_value, name):
-    out = _runs(ar, axis, equal_nan, size, fill_value, name)
-    if len(out) == 4:
-        return out
-    values, index, inverse, counts, (starts, ordered, n, moved, axis_, shape) = out
-    if size is not None:
-        # padded rows read fill_value, or the smallest value (the first sorted row)
+    if size is not None and k:
+        # padding: fill_value, or the smallest value (the first sorted row), whose
+        # index the padded indices repeat, as JAX
+        valid = E.less(starts, n)
         fill = take_range(ordered, 0, 1, 0) if fill_value is None else \
             np.asarray(fill_value, values.dtype)
-        valid = E.less(starts, n)
         values = E.where(reshape(valid, (-1, 1)), values, fill)
-        if index.shape[0]:      # padded indices point at the smallest value, as JAX
-            index = E.where(valid, index, take_range(index, 0, 1, 0))
-    values = reshape(values, (values.shape[0],) + tuple(moved.shape[1:]))
-    if axis is None:
-        inverse = reshape(inverse, shape)
-    else:
-        values = moveaxis(values, 0, axis_)
-    return values, index, inverse, counts
+        index = E.where(valid, index, take_range(index, 0, 1, 0))
+    values = moveaxis(reshape(values, (k,) + tuple(moved.shape[1:])), 0, along)
+    return values, index, reshape(inverse, shape) if axis is None else inverse, counts
 
 
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
