@@ -294,8 +294,14 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
 
 def normal(key, shape=(), dtype=None):
     """Standard normal floats: sqrt(2) * erfinv(u) for u uniform in (-1, 1), as JAX
-    (inverse-CDF sampling: one uniform per value and no rejection)."""
+    (inverse-CDF sampling: one uniform per value and no rejection). A complex dtype
+    gives (re + i im) / sqrt(2) from two split keys, as JAX: E|z|^2 = 1."""
     key = _check_key("normal", key)
+    if dtype is not None and np.dtype(dtype).kind == "c":
+        dtype = np.dtype(dtype)
+        key_re, key_im = random_split(key, (2,))
+        parts = [normal(k, shape, dtypes.real_dtype(dtype)) for k in (key_re, key_im)]
+        return lax.complex(*parts) / np.array(math.sqrt(2), dtype)
     dtype = _float_dtype("normal", dtype)
     shape = _shape("normal", shape)
     lo = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))

@@ -544,3 +544,16 @@ def test_max_min_of_complex_like_numpy(axis):
         f = getattr(fnp, name)
         for g in (f, fnad.jit(f, static_argnums=1)):
             np.testing.assert_array_equal(np.asarray(g(fnp.asarray(a), axis)), want)
+
+
+def test_random_normal_complex():
+    key = fnad.random.PRNGKey(0)
+    z = fnad.random.normal(key, (20000,), np.complex64)
+    assert z.dtype == C64
+    zn = np.asarray(z)
+    assert abs(np.mean(np.abs(zn) ** 2) - 1) < 0.03        # E|z|^2 = 1
+    assert abs(np.mean(zn.real * zn.imag)) < 0.02            # independent parts
+    _close(fnad.jit(lambda k: fnad.random.normal(k, (4,), np.complex64))(key), zn[:4])
+    jax = pytest.importorskip("jax")
+    _close(z[:8], np.asarray(jax.random.normal(jax.random.PRNGKey(0), (20000,),
+                                               np.complex64))[:8])
