@@ -230,7 +230,7 @@ def test_complex_solves_and_determinants():
     check_grads(lambda x, y: fsl.solve_triangular(x, y, lower=True, trans=1), (a[0], b[0]), 1)
     assert jnp.linalg.solve(a.astype(np.complex64), b.astype(np.complex64)).dtype == np.complex64
     # the factorizations that conjugate stay real, with a clear error
-    for f in (jnp.linalg.slogdet, jnp.linalg.svd, jnp.linalg.qr):
+    for f in (jnp.linalg.slogdet, jnp.linalg.svd):
         with pytest.raises(DTypeError, match="float32 or float64"):
             f(a)
     jax = pytest.importorskip("jax")
@@ -310,6 +310,17 @@ def test_complex_lu_family():
     for trans, op in ((0, a), (1, a.T), (2, np.conj(a.T))):
         np.testing.assert_allclose(fsl.lu_solve(factors, b, trans=trans), np.linalg.solve(op, b),
                                    rtol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (2, 4), (2, 4, 2)])
+def test_complex_qr(shape):
+    c = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    q, r = (np.asarray(x) for x in jnp.linalg.qr(c))
+    np.testing.assert_allclose(q @ r, c, atol=1e-12)
+    np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(c)[1]), atol=1e-12)
+    np.testing.assert_allclose(np.diagonal(r, 0, -2, -1).imag, 0, atol=1e-14)   # LAPACK's
+    check_grads(lambda x: tuple(jnp.linalg.qr(x)), (c,), 2)
+    check_grads(lambda x: jnp.linalg.qr(x, mode="complete")[1], (c,), 1, modes="rev")
 
 
 def test_vector_diagonal_and_tensor_helpers_match_numpy():

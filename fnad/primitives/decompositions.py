@@ -18,7 +18,7 @@ from .elementwise import add_p, sub_p, mul_p, div_p, eq_p
 from .structural import convert_element_type_p
 from .linalg import (as_dtype, checked, check_matrices, check_square, conj,
                      hermitian_from_triangle, leading, masked, mm, mT, onto_triangle,
-                     real_part, tril, triangular_solve_p)
+                     real_diagonal_part, real_part, tril, triangular_solve_p)
 
 
 # --------------------------------------------------------------------------- helpers for the
@@ -285,7 +285,7 @@ def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorit
 # (JAX's does, by a longer rule fnad lacks): that case raises.
 
 def _qr_shape(a, full_matrices):
-    check_matrices("qr", ("a", a))
+    check_matrices("qr", ("a", a), complex_ok=True)
     m, n = a.shape[-2:]
     lead = tuple(a.shape[:-2])
     k = m if full_matrices else min(m, n)
@@ -311,12 +311,20 @@ def _qr_derivable(a, full_matrices):
             f"(full_matrices=False)")
 
 
+def _imaginary_diagonal(x):
+    """i Im(diag x) as a matrix (zero for a real x)."""
+    if np.dtype(x.dtype).kind != "c":
+        return None
+    return sub_p.bind(masked(x, np.eye(x.shape[-1], dtype=bool)), real_diagonal_part(x))
+
+
 def _thin_qr_tangents(q, r, da):
     b = triangular_solve_p.bind(r, da, left_side=False, lower=False, transpose_a=False,
                                 unit_diagonal=False)
-    c = mm(mT(q), b)
+    c = mm(mT(conj(q)), b)
     low = tril(c, -1)
-    skew = sub_p.bind(low, mT(low))
+    # skew-Hermitian: R's diagonal stays real (LAPACK's), so Q^H dQ takes i Im diag(C)
+    skew = _sum_terms(sub_p.bind(low, mT(conj(low))), _imaginary_diagonal(c))
     return add_p.bind(mm(q, sub_p.bind(skew, c)), b), mm(sub_p.bind(c, skew), r)
 
 
@@ -329,14 +337,17 @@ def _qr_jvp(primals, tangents, full_matrices):
     if m >= n:
         return [q, r], list(_thin_qr_tangents(q, r, ta))
     dq, dr1 = _thin_qr_tangents(q, _columns(r, 0, m), _columns(ta, 0, m))
-    dr2 = add_p.bind(mm(mT(dq), _columns(a, m, n)), mm(mT(q), _columns(ta, m, n)))
+    dr2 = add_p.bind(mm(mT(conj(dq)), _columns(a, m, n)), mm(mT(conj(q)), _columns(ta, m, n)))
     return [q, r], [dq, S.concatenate([dr1, dr2], a.ndim - 1)]
 
 
 def _thin_qr_transpose(q, r, g_q, g_r):
+    # Under the Re(ct * t) pairing X -> conj(X)^T transposes to itself and
+    # X -> i Im diag(X) to G -> i Im diag(G); C = Q^H B transposes to conj(Q) ct_C.
     m_ = sub_p.bind(mm(mT(q), g_q), mm(g_r, mT(r)))
-    ct_c = sub_p.bind(tril(sub_p.bind(m_, mT(m_)), -1), m_)
-    ct_b = add_p.bind(g_q, mm(q, ct_c))
+    ct_c = sub_p.bind(_sum_terms(tril(sub_p.bind(m_, mT(conj(m_))), -1),
+                                 _imaginary_diagonal(m_)), m_)
+    ct_b = add_p.bind(g_q, mm(conj(q), ct_c))
     return triangular_solve_p.bind(r, ct_b, left_side=False, lower=False, transpose_a=True,
                                    unit_diagonal=False)
 
@@ -357,9 +368,9 @@ def _qr_vjp(cts, outs, a, full_matrices):
     if m >= n:
         return (_thin_qr_transpose(q, r, g_q, g_r),)
     g_r2 = _columns(g_r, m, n)
-    g_q = add_p.bind(g_q, mm(_columns(a, m, n), mT(g_r2)))
+    g_q = add_p.bind(g_q, conj(mm(_columns(a, m, n), mT(g_r2))))
     ct_a1 = _thin_qr_transpose(q, _columns(r, 0, m), g_q, _columns(g_r, 0, m))
-    return (S.concatenate([ct_a1, mm(q, g_r2)], a.ndim - 1),)
+    return (S.concatenate([ct_a1, mm(conj(q), g_r2)], a.ndim - 1),)
 
 
 qr_p = leading("qr", abstract_eval=_qr_shape, impl=checked(_qr_shape, _qr_impl),
