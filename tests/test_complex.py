@@ -242,7 +242,10 @@ def test_reductions_and_products():
              (lambda x, y: fnp.vdot(x[0], y[:, 0]), np.vdot(a[0], b[:, 0])),
              (lambda x, y: fnp.einsum("ij,jk->ik", x, y), a @ b),
              (lambda x, y: x.at[1, 2].add(1j), a + np.where(np.arange(12).reshape(3, 4) == 6,
-                                                            1j, 0))]
+                                                            1j, 0)),
+             (lambda x, y: x.at[0, 1].divide(2j), a * np.where(np.arange(12).reshape(3, 4) == 1,
+                                                               -0.5j, 1)),
+             (lambda x, y: x[0].at[7].get(mode="fill"), np.complex128(complex(np.nan, 0)))]
     for f, want in cases:
         _close(f(A, B), want)
         _close(fnad.jit(f)(A, B), want)

@@ -400,7 +400,7 @@ class IndexUpdateRef:
     mul = multiply
 
     def divide(self, values, *, mode=None, indices_are_sorted=False, unique_indices=False):
-        if self.array.dtype.kind != "f":
+        if self.array.dtype.kind not in "fc":
             raise DTypeError(f".at[].divide needs a floating-point array, got "
                              f"{self.array.dtype}")
         return self.multiply(1 / asarray(values, self.array.dtype), mode=mode,
@@ -444,7 +444,7 @@ class IndexUpdateRef:
 def _fill_value(dtype, fill_value):
     if fill_value is not None:
         return fill_value
-    if dtype.kind == "f":
+    if dtype.kind in "fc":
         return np.nan
     if dtype.kind == "i":
         return np.iinfo(dtype).min
