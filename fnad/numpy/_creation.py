@@ -12,6 +12,11 @@ from ._elementwise import abs, floor, log10, power, where
 from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, reshape,
                       take_range)
 
+__all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
+           "full_like", "arange", "linspace", "eye", "identity", "tri", "meshgrid",
+           "logspace", "geomspace", "fromfunction", "fromiter", "frombuffer", "fromstring",
+           "copy"]
+
 
 def _dtype(dtype, fill=0.0):
     """An explicit dtype, else the default one for a Python `fill` (float32/int32, or
