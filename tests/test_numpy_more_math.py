@@ -177,6 +177,12 @@ def test_ufunc_methods():
     same(add.reduce(np.zeros((0, 2)), axis=0), np.zeros(2))
     same(add.at(np.zeros(3), np.array([0, 2]), 5.0), [5.0, 0.0, 5.0])
     assert isinstance(add, fnp.ufunc)
+    for indices in ([0, 4, 1, 5], [0, 3, 3, 6], [2]):
+        same(add.reduceat(np.arange(8.0), indices), np.add.reduceat(np.arange(8.0), indices))
+    with pytest.raises(ConcretizationError):
+        fnad.jit(lambda i: add.reduceat(np.arange(8.0), i))(np.array([0, 4]))
+    product = fnp.ufunc(lambda a, b: a * b, 2, 1, reduce=lambda a, axis=0: fnp.prod(a, axis))
+    same(product.reduce(np.array([2.0, 3.0, 4.0])), np.float64(24.0))
 
 
 def test_integer_shifts_and_counts_match_numpy_at_the_edges():

@@ -13,8 +13,9 @@ from ..lax.control_flow import scan
 from ..transforms.batching import vmap
 from ._core import as_operand, astype, promote
 from ._elementwise import where
+from ._nonzero import concrete_or_raise
 from ._shapes import (broadcast_shapes, broadcast_to, concatenate, expand_dims, moveaxis,
-                      reshape)
+                      reshape, take_range)
 
 __all__ = ["vectorize", "ufunc", "frompyfunc", "piecewise"]
 
@@ -95,15 +96,21 @@ def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
 
 class ufunc:
     """A function of nin arrays made into a numpy-style ufunc: calls broadcast
-    (vectorize), and reduce/accumulate/outer/at follow numpy's meaning (reduce and
-    accumulate fold along an axis with lax.scan, so any binary function works)."""
+    (vectorize), and reduce/accumulate/reduceat/outer/at follow numpy's meaning (reduce
+    and accumulate fold along an axis with lax.scan, so any binary function works)."""
 
-    def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None):
+    def __init__(self, func, /, nin, nout, *, name=None, nargs=None, identity=None,
+                 call=None, reduce=None, accumulate=None, at=None, reduceat=None):
         self.func, self.nin, self.nout = func, int(nin), int(nout)
         self.nargs = nin + nout if nargs is None else nargs
         self.identity = identity
         self.__name__ = name or getattr(func, "__name__", "ufunc")
-        self._call = vectorize(func)
+        self._call = call if call is not None else vectorize(func)
+        # JAX's hooks: a faster implementation of a method replaces the generic one
+        for method, override in (("reduce", reduce), ("accumulate", accumulate),
+                                 ("at", at), ("reduceat", reduceat)):
+            if override is not None:
+                setattr(self, method, override)
 
     def __repr__(self):
         return f"<fnad.numpy.ufunc '{self.__name__}'>"
@@ -158,6 +165,29 @@ class ufunc:
         axis = axis % a.ndim
         first, (_, running) = self._scan(a, axis, None)
         return moveaxis(concatenate([expand_dims(first, 0), running], 0), 0, axis)
+
+    def reduceat(self, a, indices, axis=0, dtype=None, out=None):
+        """reduce over a[indices[i]:indices[i+1]] along axis (to the end for the last
+        index; a[indices[i]] alone where the next index is not larger), as numpy's.
+        The indices must be concrete: they fix the result's shape."""
+        self._binary("reduceat")
+        if out is not None:
+            raise TypeError(f"{self.__name__}.reduceat: out= is not supported")
+        a = as_operand(a) if dtype is None else astype(a, dtype)
+        axis = axis % a.ndim
+        starts = [int(i) for i in np.ravel(concrete_or_raise(as_operand(indices),
+                                                             "ufunc.reduceat"))]
+        n = a.shape[axis]
+        pieces = []
+        for k, start in enumerate(starts):
+            if not 0 <= start < n:
+                raise IndexError(f"{self.__name__}.reduceat: index {start} is out of "
+                                 f"bounds for axis {axis} of size {n}")
+            stop = starts[k + 1] if k + 1 < len(starts) else n
+            stop = stop if stop > start else start + 1
+            part = take_range(a, start, stop, axis)
+            pieces.append(self.reduce(part, axis=axis, keepdims=True))
+        return concatenate(pieces, axis)
 
     def outer(self, a, b):
         self._binary("outer")
