@@ -560,3 +560,15 @@ def test_random_normal_complex():
     jax = pytest.importorskip("jax")
     _close(z[:8], np.asarray(jax.random.normal(jax.random.PRNGKey(0), (20000,),
                                                np.complex64))[:8])
+
+
+def test_nan_aware_functions_on_complex():
+    a = np.array([1 + 1j, complex(np.nan, 0), 2 + 0j, complex(np.nan, 0)])
+    b = np.array([complex(np.nan, 1), 3j, 1 + 0j, complex(0, np.nan)])
+    A, B = fnp.asarray(a), fnp.asarray(b)
+    for name in ("fmax", "fmin"):
+        with np.errstate(invalid="ignore"):
+            want = getattr(np, name)(a, b)
+        np.testing.assert_array_equal(np.asarray(getattr(fnp, name)(A, B)), want)
+    assert bool(fnp.array_equal(A, A, equal_nan=True))
+    np.testing.assert_array_equal(np.asarray(fnp.unique(A)), np.unique(a))

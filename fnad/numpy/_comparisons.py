@@ -39,7 +39,7 @@ def array_equal(a1, a2, equal_nan=False):
         return as_operand(False)
     a1, a2 = promote(a1, a2)
     equal = a1 == a2
-    if equal_nan and a1.dtype.kind == "f":
+    if equal_nan and a1.dtype.kind in "fc":
         equal = equal | (isnan(a1) & isnan(a2))
     return _all(equal)
 

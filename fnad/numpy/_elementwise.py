@@ -396,7 +396,7 @@ def rint(x):
 def fmax(x1, x2):
     """The larger, ignoring a NaN unless both are NaN."""
     x1, x2 = promote(x1, x2)
-    if x1.dtype.kind != "f":
+    if x1.dtype.kind not in "fc":
         return maximum(x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, maximum(x1, x2)))
 
@@ -404,7 +404,7 @@ def fmax(x1, x2):
 def fmin(x1, x2):
     """The smaller, ignoring a NaN unless both are NaN."""
     x1, x2 = promote(x1, x2)
-    if x1.dtype.kind != "f":
+    if x1.dtype.kind not in "fc":
         return minimum(x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, minimum(x1, x2)))
 

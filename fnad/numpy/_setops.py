@@ -34,7 +34,7 @@ UniqueInverseResult = collections.namedtuple("UniqueInverseResult", "values inve
 
 def _differs(x, y, equal_nan):
     out = E.not_equal(x, y)
-    if equal_nan and x.dtype.kind == "f":
+    if equal_nan and x.dtype.kind in "fc":
         out = E.logical_and(out, E.logical_not(E.logical_and(E.isnan(x), E.isnan(y))))
     return out
 
