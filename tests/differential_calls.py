@@ -476,6 +476,10 @@ CASES = NUMPY_CALLS + LINALG_CALLS + LAX_CALLS
 # fnad.numpy's further math: elementwise, comparisons, representation, integer, NaN
 # reductions, statistics, differences, signals, polynomials, histograms. Few dtypes per
 # function (one integer, the two main floats) keep the default run short.
+import io  # noqa: E402
+import os  # noqa: E402
+import tempfile  # noqa: E402
+
 import differential_cases as _dc  # noqa: E402
 from differential_cases import (BOOL, Case, NONZERO, SMALL, binary, reduction_inputs,  # noqa: E402
                                 unary)
@@ -657,7 +661,7 @@ XP = _in_float([-1.0, 0.0, 0.5, 0.5, 2.0, 3.0])
 
 def _save_load(lib):
     def roundtrip(a):
-        buffer = __import__("io").BytesIO()
+        buffer = io.BytesIO()
         lib.save(buffer, a)
         buffer.seek(0)
         return lib.load(buffer)
@@ -666,7 +670,7 @@ def _save_load(lib):
 
 def _savez_load(lib):
     def roundtrip(a, b):
-        buffer = __import__("io").BytesIO()
+        buffer = io.BytesIO()
         lib.savez(buffer, a, second=b)
         buffer.seek(0)
         files = lib.load(buffer)
@@ -840,3 +844,21 @@ CASES += [
     call("numpy", fnp, "linspace", [("bounds", [D(()), D(())])], F3264, "same",
          label="one point", adapt=lambda lib: (lambda a, b: lib.linspace(a, b, 1))),
 ]
+
+
+
+def _fromfile(lib):
+    def f(a):
+        a = np.asarray(a)
+        handle, path = tempfile.mkstemp(suffix=".bin")
+        os.close(handle)
+        try:
+            a.tofile(path)
+            return lib.fromfile(path, a.dtype, offset=a.itemsize)
+        finally:
+            os.remove(path)
+    return f
+
+
+CASES += [call("numpy", fnp, "fromfile", [("1-d", [D((5,))])], ALL, adapt=_fromfile, jax=None,
+               **STATIC)]

@@ -15,7 +15,7 @@ from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, res
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
            "full_like", "arange", "linspace", "eye", "identity", "tri", "meshgrid",
            "logspace", "geomspace", "fromfunction", "fromiter", "frombuffer", "fromstring",
-           "copy"]
+           "fromfile", "copy"]
 
 
 def _dtype(dtype, fill=0.0):
@@ -240,6 +240,12 @@ def fromstring(string, dtype=float, count=-1, *, sep):
         raise ValueError("fromstring: sep must be given (binary mode is numpy's "
                          "deprecated form; use frombuffer)")
     return Array(np.fromstring(string, dtypes.check_supported(dtype), count, sep=sep))
+
+
+def fromfile(file, dtype=float, count=-1, sep="", offset=0):
+    """An Array of the numbers in a file, raw bytes of dtype (sep="") or text separated
+    by sep (read on the host; float is float64 here, the bytes' layout)."""
+    return Array(np.fromfile(file, dtypes.check_supported(dtype), count, sep, offset))
 
 
 def copy(a, order=None):
