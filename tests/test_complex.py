@@ -572,3 +572,11 @@ def test_nan_aware_functions_on_complex():
         np.testing.assert_array_equal(np.asarray(getattr(fnp, name)(A, B)), want)
     assert bool(fnp.array_equal(A, A, equal_nan=True))
     np.testing.assert_array_equal(np.asarray(fnp.unique(A)), np.unique(a))
+
+
+@pytest.mark.parametrize("mode, kw", [("linear_ramp", dict(end_values=1j)), ("mean", {}),
+                                      ("constant", dict(constant_values=2j))])
+def test_pad_complex(mode, kw):
+    # numpy's ramps and means of complex values are complex (no rounding, no real part)
+    a = np.array([1 + 2j, 3 - 1j, 0.5 + 0.5j])
+    _close(fnp.pad(fnp.asarray(a), 2, mode=mode, **kw), np.pad(a, 2, mode=mode, **kw))
