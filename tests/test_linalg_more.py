@@ -230,9 +230,8 @@ def test_complex_solves_and_determinants():
     check_grads(lambda x, y: fsl.solve_triangular(x, y, lower=True, trans=1), (a[0], b[0]), 1)
     assert jnp.linalg.solve(a.astype(np.complex64), b.astype(np.complex64)).dtype == np.complex64
     # the factorizations that conjugate stay real, with a clear error
-    for f in (jnp.linalg.slogdet, jnp.linalg.svd):
-        with pytest.raises(DTypeError, match="float32 or float64"):
-            f(a)
+    with pytest.raises(DTypeError, match="float32 or float64"):
+        jnp.linalg.slogdet(a)
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
 
@@ -321,6 +320,50 @@ def test_complex_qr(shape):
     np.testing.assert_allclose(np.diagonal(r, 0, -2, -1).imag, 0, atol=1e-14)   # LAPACK's
     check_grads(lambda x: tuple(jnp.linalg.qr(x)), (c,), 2)
     check_grads(lambda x: jnp.linalg.qr(x, mode="complete")[1], (c,), 1, modes="rev")
+
+
+def _complex_spread(*shape):
+    """A complex matrix with singular values 3 ... 1 (well separated)."""
+    m, n = shape[-2:]
+    k = min(m, n)
+
+    def unitary(r):
+        x = rng.standard_normal(shape[:-2] + (r, r)) + 1j * rng.standard_normal(shape[:-2] + (r, r))
+        return np.linalg.qr(x)[0][..., :k]
+
+    return (unitary(m) * np.linspace(3.0, 1.0, k)) @ np.conj(np.swapaxes(unitary(n), -1, -2))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4), (2, 4, 2)])
+def test_complex_svd(shape):
+    a = _complex_spread(*shape)
+    u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+    assert s.dtype == np.float64 and u.dtype == vh.dtype == np.complex128
+    np.testing.assert_allclose(s, np.linalg.svd(a, compute_uv=False), rtol=1e-12)
+    np.testing.assert_allclose(reconstruct(u, s, vh), a, atol=1e-12)
+
+    def phase_free(x):
+        u, s, vh = jnp.linalg.svd(x, full_matrices=False)
+        return s, u @ vh, (u * s[..., None, :]) @ jnp.conj(u).mT
+
+    check_grads(phase_free, (a,), 2, eps=1e-5)
+    np.testing.assert_allclose(jnp.linalg.pinv(a), np.linalg.pinv(a), rtol=1e-10, atol=1e-12)
+    check_grads(jnp.linalg.pinv, (a,), 1)
+    if a.ndim == 2:
+        b = rng.standard_normal(shape[0]) + 1j * rng.standard_normal(shape[0])
+        x, resid, rank, _ = jnp.linalg.lstsq(a, b)
+        want = np.linalg.lstsq(a, b)
+        np.testing.assert_allclose(x, want[0], rtol=1e-10, atol=1e-12)
+        assert resid.dtype == np.float64 and int(rank) == want[2]
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+
+    def f(lib, x):
+        u, s, vh = lib.linalg.svd(x, full_matrices=False)
+        return (lib.abs(u) ** 3).sum() + (lib.abs(vh) ** 3).sum() + s.sum()
+
+    np.testing.assert_allclose(fnad.grad(lambda x: f(jnp, x))(a),
+                               jax.grad(lambda x: f(jax.numpy, x))(a), rtol=1e-9, atol=1e-12)
 
 
 def test_vector_diagonal_and_tensor_helpers_match_numpy():

@@ -317,6 +317,11 @@ def eigvals(a):
 
 # --------------------------------------------------------------------------- from the svd
 
+def _mH(x):
+    """The conjugate transpose of the matrices in the last two axes."""
+    return conj(matrix_transpose(x))
+
+
 def _eps(dtype):
     return float(np.finfo(dtype).eps)
 
@@ -335,17 +340,17 @@ def _pinv(a, rtol, hermitian):
     # The reciprocal of a dropped value is never formed, so no inf reaches the product.
     kept = s > cutoff
     s_inv = E.where(kept, 1 / E.where(kept, s, 1), 0).astype(s.dtype)
-    return matmul(matrix_transpose(vh) * expand_dims(s_inv, -2), matrix_transpose(u))
+    return matmul(_mH(vh) * expand_dims(s_inv, -2), _mH(u))
 
 
 @_pinv.defjvp
 def _pinv_jvp(rtol, hermitian, primals, tangents):
     # Golub & Pereyra (1973), eq. 4.12, for a change that keeps the rank:
-    # dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+    # dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
     a, = primals
     da, = tangents
     p = _pinv(a, rtol, hermitian)
-    pT, daT = matrix_transpose(p), matrix_transpose(da)
+    pT, daT = _mH(p), _mH(da)
     ap, pa = matmul(a, p), matmul(p, a)
     eye_m = np.eye(a.shape[-2], dtype=a.dtype)
     eye_n = np.eye(a.shape[-1], dtype=a.dtype)
@@ -397,9 +402,9 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
         kept = s > 0
     rank = R.sum(kept.astype(np.int32))
     s_inv = E.where(kept, 1 / E.where(kept, s, 1), 0).astype(s.dtype)
-    x = matmul(matrix_transpose(vh), expand_dims(s_inv, -1) * matmul(matrix_transpose(u), b))
+    x = matmul(_mH(vh), expand_dims(s_inv, -1) * matmul(_mH(u), b))
     residual = b - matmul(a, x)
-    resid = R.sum(residual * residual, axis=0)
+    resid = R.sum(abs(residual) ** 2, axis=0)
     if numpy_resid and not (int(rank) == n and m > n):
         resid = resid[:0]
     if vector:

@@ -160,12 +160,15 @@ def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
 #     ct_A = U ct_C V^T + ((gU - U Gu) D^-1) V^T [m > n] + U D^-1 (gV - V Gv)^T [n > m]
 # Repeated singular values make F infinite and zero ones make D^-1 infinite: the
 # derivatives of U and V are then NaN or inf, as in JAX; s's own derivative stays finite.
+# A complex A: C = U^H dA V, ds = Re diag(C), transposes conjugate (U^T -> U^H), and U
+# takes JAX's phase term i Im diag(C) D^-1; the VJP is the JVP transposed under the
+# Re(ct * t) pairing (X -> conj(X)^T is its own transpose).
 
 def _svd_shape(a, full_matrices, compute_uv):
-    check_matrices("svd", ("a", a))
+    check_matrices("svd", ("a", a), complex_ok=True)
     m, n = a.shape[-2:]
     lead = tuple(a.shape[:-2])
-    s = ShapedArray(lead + (min(m, n),), a.dtype)
+    s = ShapedArray(lead + (min(m, n),), dtypes.real_dtype(a.dtype))
     if not compute_uv:
         return [s]
     k = min(m, n)
@@ -190,31 +193,46 @@ def _svd_derivable(a, full_matrices, compute_uv):
             f"matrices (got shape {tuple(a.shape)}), as in JAX: use full_matrices=False")
 
 
+def _H(x):
+    return mT(conj(x))
+
+
+def _svd_scalars(s, dtype):
+    """(F, s, 1/s, 1/s with 0 where s is 0) in the factors' dtype."""
+    one = np.asarray(1, s.dtype)
+    zero = convert_element_type_p.bind(eq_p.bind(s, np.asarray(0, s.dtype)),
+                                       new_dtype=s.dtype)
+    safe = sub_p.bind(div_p.bind(one, add_p.bind(s, zero)), zero)
+    return tuple(as_dtype(x, dtype) for x in (_gaps(mul_p.bind(s, s)), s,
+                                              div_p.bind(one, s), safe))
+
+
 def _svd_jvp(primals, tangents, full_matrices, compute_uv):
     a, = primals
     ta, = tangents
     _svd_derivable(a, full_matrices, compute_uv)
     s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
-    v = mT(vt)
-    c = mm(mT(u), mm(ta, v))
-    ds = _diagonal(c)
+    v = _H(vt)
+    c = mm(_H(u), mm(ta, v))
+    ds = real_part(_diagonal(c))
     if not compute_uv:
         return [s], [ds]
     m, n = a.shape[-2:]
-    f = _gaps(mul_p.bind(s, s))
-    cd = _scale_columns(c, s)
-    dc = _scale_rows(c, s)
-    du = mm(u, mul_p.bind(f, add_p.bind(cd, mT(cd))))
-    dv = mm(v, mul_p.bind(f, add_p.bind(dc, mT(dc))))
+    f, sc, inv_s, safe_inv_s = _svd_scalars(s, c.dtype)
+    cd = _scale_columns(c, sc)
+    dc = _scale_rows(c, sc)
+    # A complex U's phases: i Im diag(C) / s keeps U^H dU + dV^H V consistent, as JAX's.
+    phases = _imaginary_diagonal(c)
+    du = mm(u, _sum_terms(mul_p.bind(f, add_p.bind(cd, _H(cd))),
+                          None if phases is None else _scale_columns(phases, safe_inv_s)))
+    dv = mm(v, mul_p.bind(f, add_p.bind(dc, _H(dc))))
     if m > n:
         av = mm(ta, v)
-        du = add_p.bind(du, _scale_columns(sub_p.bind(av, mm(u, mm(mT(u), av))),
-                                           div_p.bind(np.asarray(1, s.dtype), s)))
+        du = add_p.bind(du, _scale_columns(sub_p.bind(av, mm(u, mm(_H(u), av))), inv_s))
     if n > m:
-        au = mm(mT(ta), u)
-        dv = add_p.bind(dv, _scale_columns(sub_p.bind(au, mm(v, mm(vt, au))),
-                                           div_p.bind(np.asarray(1, s.dtype), s)))
-    return [s, u, vt], [ds, du, mT(dv)]
+        au = mm(_H(ta), u)
+        dv = add_p.bind(dv, _scale_columns(sub_p.bind(au, mm(v, mm(vt, au))), inv_s))
+    return [s, u, vt], [ds, du, _H(dv)]
 
 
 def _svd_vjp(cts, outs, a, full_matrices, compute_uv):
@@ -227,23 +245,26 @@ def _svd_vjp(cts, outs, a, full_matrices, compute_uv):
         s, u, vt = outs
     else:   # only s is differentiated: its rule needs the thin factors
         s, u, vt = svd_p.bind(a, full_matrices=False, compute_uv=True)
-    v = mT(vt)
-    f = _gaps(mul_p.bind(s, s))
-    inv_s = div_p.bind(np.asarray(1, s.dtype), s)
-    ct_c, extra = [None if g_s is None else _diag_embed(g_s)], []
+    v = _H(vt)
+    f, sc, inv_s, safe_inv_s = _svd_scalars(s, u.dtype)
+    ct_c, extra = [None if g_s is None else _diag_embed(as_dtype(g_s, u.dtype))], []
     if g_u is not None:
         gu = mm(mT(u), g_u)
-        ct_c.append(_scale_columns(mul_p.bind(f, sub_p.bind(gu, mT(gu))), s))
+        ct_c.append(_scale_columns(mul_p.bind(f, sub_p.bind(gu, _H(gu))), sc))
+        phases = _imaginary_diagonal(gu)
+        if phases is not None:
+            ct_c.append(_scale_columns(phases, safe_inv_s))
         if m > n:
-            extra.append(mm(_scale_columns(sub_p.bind(g_u, mm(u, gu)), inv_s), vt))
+            extra.append(mm(_scale_columns(sub_p.bind(g_u, mm(conj(u), gu)), inv_s), mT(v)))
     if g_vt is not None:
-        g_v = mT(g_vt)
-        gv = mm(vt, g_v)
-        ct_c.append(_scale_rows(mul_p.bind(f, sub_p.bind(gv, mT(gv))), s))
+        g_v = _H(g_vt)
+        gv = mm(mT(v), g_v)
+        ct_c.append(_scale_rows(mul_p.bind(f, sub_p.bind(gv, _H(gv))), sc))
         if n > m:
-            extra.append(mm(_scale_columns(u, inv_s), mT(sub_p.bind(g_v, mm(v, gv)))))
+            extra.append(mm(_scale_columns(conj(u), inv_s),
+                            mT(conj(sub_p.bind(g_v, mm(conj(v), gv))))))
     inner = _sum_terms(*ct_c)
-    core = None if inner is None else mm(u, mm(inner, vt))
+    core = None if inner is None else mm(conj(u), mm(inner, mT(v)))
     return (_sum_terms(core, *extra),)
 
 
