@@ -82,6 +82,26 @@ def test_incomplete_functions_against_closed_forms():
     np.testing.assert_allclose(fs.betainc(2.0, 2.0, t), 3 * t ** 2 - 2 * t ** 3, rtol=1e-13)
 
 
+def test_incomplete_functions_for_large_parameters():
+    # P(a, x) for a = 1.7e7, 5.4 standard deviations below the mean: the power series
+    # summed in 60-digit decimal arithmetic gives 3.4765540032504465e-08 (scipy 1.16
+    # returns 3.27e-08 here), and the density x^(a-1) e^-x / Gamma(a) (its derivative in
+    # x) 4.7262585103241224e-11
+    a, x = arr(16797408.912920747), arr(16775317.800703606)
+    np.testing.assert_allclose(fs.gammainc(a, x), [3.4765540032504465e-08], rtol=1e-11)
+    density = fnad.vmap(fnad.grad(lambda x, a: fs.gammainc(a, x)))(x, a)
+    np.testing.assert_allclose(density, [4.7262585103241224e-11], rtol=1e-11)
+    # I_p(k, n - k + 1) = P(Binomial(n, p) >= k), exactly in integers for p = 1/2; its
+    # derivative in p is n C(n-1, k-1) p^(k-1) (1-p)^(n-k)
+    n, k = 2000, 1030
+    exact = float(Fraction(sum(math.comb(n, j) for j in range(k, n + 1)), 2 ** n))
+    np.testing.assert_allclose(fs.betainc(arr(k), arr(n - k + 1), arr(0.5)), [exact],
+                               rtol=1e-12)
+    slope = float(Fraction(n * math.comb(n - 1, k - 1), 2 ** (n - 1)))
+    grad = fnad.grad(lambda p: fs.betainc(np.float64(k), np.float64(n - k + 1), p))
+    assert float(grad(np.float64(0.5))) == pytest.approx(slope, rel=1e-12)
+
+
 def test_error_functions_against_math():
     x = arr(-3.0, -0.2, 0.0, 0.4, 2.0, 5.5)
     np.testing.assert_allclose(fs.erfc(x), [math.erfc(v) for v in x], rtol=1e-15)
@@ -375,7 +395,10 @@ def _all_unary(x):
             fs.polygamma(np.float32(2), x), fs.gammainc(x, 2 * x), fs.gammaincc(x, x / 2),
             lax.igamma_grad_a(x, x), fs.betainc(x, 2 * x, x / 5), fs.gamma(x), fs.exp1(x),
             fs.expi(x), fs.expn(np.float32(2), x), fs.spence(x), fs.dawsn(x), *fs.sici(5 * x),
-            *fs.fresnel(x)]
+            *fs.fresnel(x),
+            # the derivatives in x, their own primitives
+            fnad.grad(lambda v: jnp.sum(fs.gammainc(x, v)))(x),
+            fnad.grad(lambda v: jnp.sum(fs.betainc(x, 2 * x, v)))(x / 5)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -461,6 +484,13 @@ def test_second_derivatives_and_jit_of_grad():
     d2 = fnad.jit(fnad.vmap(fnad.grad(fnad.grad(fs.digamma))))(x)
     np.testing.assert_allclose(d2, fs.polygamma(2.0, x), rtol=1e-14)
     # d/da d/dx P(a, x) through igamma_grad_a's own derivative in x
+    # d/da of betainc's derivative in x (its own primitive, differentiable in a and b)
+    x0, b0 = np.float64(0.3), np.float64(2.0)
+
+    def dx(a):
+        return fnad.grad(lambda x: fs.betainc(a, b0, x))(x0)
+    assert float(fnad.grad(dx)(np.float64(1.5))) == pytest.approx(
+        float(_central_difference(dx, np.float64(1.5))), rel=1e-6)
     two, x = np.float64(2.0), np.float64(1.5)
     mixed = fnad.grad(lambda x: fnad.grad(lambda a: fs.gammainc(a, x))(two))
     expected = _central_difference(lambda x: fnad.grad(lambda a: fs.gammainc(a, x))(two), x)
@@ -519,7 +549,8 @@ def test_cuda_kernels_match_cpu():
              (S.expn_p, np.full(3, 2, np.float32), x), (S.si_p, 5 * x), (S.fresnel_c_p, x), (S.erf_inv_p, x / 5), (S.ndtri_p, x / 5),
              (S.erfcx_p, x), (S.bessel_i0e_p, -x), (S.bessel_i1e_p, -x), (S.zeta_p, x + 1, x),
              (S.polygamma_p, np.ones(3, np.float32), x), (S.igamma_p, x, x),
-             (S.igammac_p, x, 2 * x), (S.igamma_grad_a_p, x, x), (S.betainc_p, x, x, x / 5)]
+             (S.igammac_p, x, 2 * x), (S.igamma_grad_a_p, x, x), (S.betainc_p, x, x, x / 5),
+             (S.igamma_dx_p, x, x), (S.betainc_dx_p, x, 2 * x, x / 5)]
     for prim, *args in cases:
         expected = prim.bind(*map(jnp.asarray, args))
         np.testing.assert_array_equal(host(prim.bind(*map(to_gpu, args))), np.asarray(expected))

@@ -218,34 +218,38 @@ def _expn_deriv(n, x, out):
 expn_p = special_primitive("expn", kernels.expn, (_ORDER, _expn_deriv), 2)
 
 
-def _gamma_density(a, x, out):
-    # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a), through logs so that neither factor
-    # overflows on its own.
-    return exp_p.bind((a - 1) * log_p.bind(x) - x - lgamma_p.bind(a))
-
-
+# The derivatives in x are their own primitives, computed through the same prefactor
+# as the functions (accurate for large a and b, where a composite of log-gammas loses
+# digits), with closed-form derivatives of their own.
+# d/dx x^(a-1) e^-x / Gamma(a) = density ((a-1)/x - 1); d/da = density (log x - psi(a))
+igamma_dx_p = special_primitive(
+    "igamma_dx", kernels.igamma_dx,
+    (lambda a, x, out: out * (log_p.bind(x) - digamma_p.bind(a)),
+     lambda a, x, out: out * ((a - 1) / x - 1)), 2)
 # The derivative in a has no closed form: igamma_grad_a computes it by carrying d/da
 # through the series and the continued fraction (kernels/cpu/special.py).
 igamma_p = special_primitive(
     "igamma", kernels.igamma,
-    (lambda a, x, out: igamma_grad_a_p.bind(a, x), _gamma_density), 2)
+    (lambda a, x, out: igamma_grad_a_p.bind(a, x), lambda a, x, out: igamma_dx_p.bind(a, x)), 2)
 igammac_p = special_primitive(
     "igammac", kernels.igammac,
-    (lambda a, x, out: -igamma_grad_a_p.bind(a, x), lambda a, x, out: -_gamma_density(a, x, out)),
-    2)
+    (lambda a, x, out: -igamma_grad_a_p.bind(a, x),
+     lambda a, x, out: -igamma_dx_p.bind(a, x)), 2)
 # d/dx dP/da = d/da (x^(a-1) e^-x / Gamma(a)) = (log x - digamma(a)) x^(a-1) e^-x / Gamma(a)
 igamma_grad_a_p = special_primitive(
     "igamma_grad_a", kernels.igamma_grad_a,
     ("the second derivative in a is not implemented",
-     lambda a, x, out: (log_p.bind(x) - digamma_p.bind(a)) * _gamma_density(a, x, out)), 2)
-
-
-def _beta_density(a, b, x, out):
-    # d/dx I_x(a, b) = x^(a-1) (1-x)^(b-1) / B(a, b)
-    log_beta = lgamma_p.bind(a) + lgamma_p.bind(b) - lgamma_p.bind(a + b)
-    return exp_p.bind((a - 1) * log_p.bind(x) + (b - 1) * log_p.bind(1 - x) - log_beta)
+     lambda a, x, out: (log_p.bind(x) - digamma_p.bind(a)) * igamma_dx_p.bind(a, x)), 2)
+# d/dx x^(a-1) (1-x)^(b-1) / B(a, b) = density ((a-1)/x - (b-1)/(1-x)); in a and b the
+# log-derivative of the beta function enters
+betainc_dx_p = special_primitive(
+    "betainc_dx", kernels.betainc_dx,
+    (lambda a, b, x, out: out * (log_p.bind(x) - digamma_p.bind(a) + digamma_p.bind(a + b)),
+     lambda a, b, x, out: out * (log_p.bind(1 - x) - digamma_p.bind(b) + digamma_p.bind(a + b)),
+     lambda a, b, x, out: out * ((a - 1) / x - (b - 1) / (1 - x))), 3)
 
 
 _BETA_PARAMETER = "only the derivative in x is implemented (as in JAX)"
-betainc_p = special_primitive("betainc", kernels.betainc,
-                              (_BETA_PARAMETER, _BETA_PARAMETER, _beta_density), 3)
+betainc_p = special_primitive(
+    "betainc", kernels.betainc,
+    (_BETA_PARAMETER, _BETA_PARAMETER, lambda a, b, x, out: betainc_dx_p.bind(a, b, x)), 3)

@@ -404,6 +404,18 @@ def igamma_grad_a64(a, x):
     return -_gamma_fraction(a, x)[1]
 
 
+@numba.njit(cache=True)
+def igamma_dx64(a, x):
+    """dP(a, x)/dx = x^(a-1) e^-x / Gamma(a), through the same prefactor as P."""
+    if a != a or x != x or a < 0 or x < 0:
+        return math.nan
+    if x == 0:
+        return math.inf if a < 1 else (1.0 if a == 1 else 0.0)
+    if a == 0 or x == math.inf or a == math.inf:
+        return 0.0
+    return math.exp(_log_gamma_front(a, x)) / x
+
+
 # --------------------------------------------------------------------------- incomplete beta
 
 @numba.njit(cache=True)
@@ -451,6 +463,18 @@ def betainc64(a, b, x):
     if x > (a + 1.0) / (a + b + 2.0):
         return 1.0 - _beta_fraction(b, a, 1.0 - x)
     return _beta_fraction(a, b, x)
+
+
+@numba.njit(cache=True)
+def betainc_dx64(a, b, x):
+    """dI_x(a, b)/dx = x^(a-1) (1-x)^(b-1) / B(a, b), through the same prefactor as I."""
+    if a != a or b != b or x != x or a <= 0 or b <= 0 or x < 0 or x > 1:
+        return math.nan
+    if x == 0:
+        return math.inf if a < 1 else (b if a == 1 else 0.0)
+    if x == 1:
+        return math.inf if b < 1 else (a if b == 1 else 0.0)
+    return math.exp(_log_beta_front(a, b, x)) / (x * (1.0 - x))
 
 
 # --------------------------------------------------------------------------- exponential integrals
@@ -874,7 +898,9 @@ zeta_scalar = _typed2(zeta64)
 igamma_scalar = _typed2(igamma64)
 igammac_scalar = _typed2(igammac64)
 igamma_grad_a_scalar = _typed2(igamma_grad_a64)
+igamma_dx_scalar = _typed2(igamma_dx64)
 betainc_scalar = _typed3(betainc64)
+betainc_dx_scalar = _typed3(betainc_dx64)
 exp1_scalar = _typed1(exp1_64)
 expi_scalar = _typed1(expi64)
 expn_scalar = _typed2(expn64)
@@ -966,6 +992,16 @@ def _betainc(a, b, x):
 
 
 @numba.vectorize(cache=True)
+def _igamma_dx(a, x):
+    return igamma_dx_scalar(a, x)
+
+
+@numba.vectorize(cache=True)
+def _betainc_dx(a, b, x):
+    return betainc_dx_scalar(a, b, x)
+
+
+@numba.vectorize(cache=True)
 def _exp1(x):
     return exp1_scalar(x)
 
@@ -1039,6 +1075,8 @@ igamma = _numpy_kernel(_igamma)
 igammac = _numpy_kernel(_igammac)
 igamma_grad_a = _numpy_kernel(_igamma_grad_a)
 betainc = _numpy_kernel(_betainc)
+igamma_dx = _numpy_kernel(_igamma_dx)
+betainc_dx = _numpy_kernel(_betainc_dx)
 exp1 = _numpy_kernel(_exp1)
 expi = _numpy_kernel(_expi)
 expn = _numpy_kernel(_expn)
