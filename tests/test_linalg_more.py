@@ -230,8 +230,17 @@ def test_complex_solves_and_determinants():
     check_grads(lambda x, y: fsl.solve_triangular(x, y, lower=True, trans=1), (a[0], b[0]), 1)
     assert jnp.linalg.solve(a.astype(np.complex64), b.astype(np.complex64)).dtype == np.complex64
     # the factorizations that conjugate stay real, with a clear error
+    sign, logabsdet = jnp.linalg.slogdet(a)        # not holomorphic: its own rule
+    want = np.linalg.slogdet(a)
+    assert sign.dtype == np.complex128 and logabsdet.dtype == np.float64
+    np.testing.assert_allclose(sign, want.sign, rtol=1e-12)
+    np.testing.assert_allclose(logabsdet, want.logabsdet, rtol=1e-12)
+    check_grads(lambda x: tuple(jnp.linalg.slogdet(x)), (a,), 2)
+    by_qr = jnp.linalg.slogdet(a, method="qr")
+    np.testing.assert_allclose(by_qr.sign, want.sign, rtol=1e-10)
+    np.testing.assert_allclose(by_qr.logabsdet, want.logabsdet, rtol=1e-10)
     with pytest.raises(DTypeError, match="float32 or float64"):
-        jnp.linalg.slogdet(a)
+        fnad.lax.linalg.schur(a[0])
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
 

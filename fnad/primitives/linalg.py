@@ -322,27 +322,46 @@ def inv(a):
 
 def _det_shape(name, multiple):
     def abstract_eval(a):
-        check_square(name, a, complex_ok=not multiple)    # |det| is not holomorphic
+        check_square(name, a, complex_ok=True)
         out = ShapedArray(a.shape[:-2], a.dtype)
-        return [out, out] if multiple else out
+        if not multiple:
+            return out
+        return [out, ShapedArray(a.shape[:-2], np.finfo(a.dtype).dtype)]   # log|det| real
     return abstract_eval
 
 
 def _slogdet_impl(a):
     sign, logabsdet = np.linalg.slogdet(a)
-    return [np.asarray(sign, a.dtype), np.asarray(logabsdet, a.dtype)]
+    return [np.asarray(sign, a.dtype), np.asarray(logabsdet, np.finfo(a.dtype).dtype)]
 
+
+def _imaginary_part(t):
+    """i Im(t), in t's complex dtype."""
+    return sub_p.bind(t, as_dtype(real_part(t), t.dtype))
+
+
+# With t = tr(A^-1 dA): d log|det A| = Re t and, for a complex A, d sign = sign i Im t
+# (a real A's sign is piecewise constant). Transposed under the Re(ct * t) pairing:
+# ct_A = (g_log + i Im(g_sign sign)) A^-T.
 
 def _slogdet_jvp(primals, tangents):
     a, = primals
     ta, = tangents
     sign, logabsdet = slogdet_p.bind(a)
-    return [sign, logabsdet], [None, _trace(solve_p.bind(a, ta))]
+    t = _trace(solve_p.bind(a, ta))
+    if np.dtype(a.dtype).kind != "c":
+        return [sign, logabsdet], [None, t]
+    return [sign, logabsdet], [mul_p.bind(sign, _imaginary_part(t)), real_part(t)]
 
 
 def _slogdet_vjp(cts, outs, a):
-    g = cts[1]      # the sign is piecewise constant
-    return (None if g is None else _times_each(g, _inv_transpose(a)),)
+    g_sign, g_log = cts
+    complex_a = np.dtype(a.dtype).kind == "c"
+    coefficient = None if g_log is None else as_dtype(g_log, a.dtype)
+    if complex_a and g_sign is not None:
+        turn = _imaginary_part(mul_p.bind(g_sign, outs[0]))
+        coefficient = turn if coefficient is None else add_p.bind(coefficient, turn)
+    return (None if coefficient is None else _times_each(coefficient, _inv_transpose(a)),)
 
 
 slogdet_p = leading("slogdet", abstract_eval=_det_shape("slogdet", True),
