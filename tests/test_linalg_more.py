@@ -375,6 +375,23 @@ def test_complex_svd(shape):
                                jax.grad(lambda x: f(jax.numpy, x))(a), rtol=1e-9, atol=1e-12)
 
 
+def test_complex_tridiagonal_solve_and_expm():
+    def cplx(*shape):
+        return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+    dl, d, du, b = cplx(5), cplx(5), cplx(5), cplx(5, 2)
+    np.testing.assert_allclose(fnad.lax.linalg.tridiagonal_solve(dl, d, du, b),
+                               np.linalg.solve(_tridiagonal(dl, d, du), b), rtol=1e-10)
+    check_grads(fnad.lax.linalg.tridiagonal_solve, (dl * 0.3, d + 3, du * 0.3, b), 2)
+    a = cplx(3, 3)
+    # exp(A) exp(-A) = I, and exp of a diagonal is the entries' exp
+    np.testing.assert_allclose(np.asarray(fsl.expm(a)) @ np.asarray(fsl.expm(-a)), np.eye(3),
+                               atol=1e-12)
+    np.testing.assert_allclose(fsl.expm(np.diag(a[0])), np.diag(np.exp(a[0])), rtol=1e-13)
+    assert fsl.expm(a.astype(np.complex64)).dtype == np.complex64
+    check_grads(fsl.expm, (a,), 1)
+
+
 def test_vector_diagonal_and_tensor_helpers_match_numpy():
     x1, x2 = rng.standard_normal((2, 3)), rng.standard_normal(3)
     np.testing.assert_allclose(jnp.linalg.cross(x1, x2), np.linalg.cross(x1, x2))

@@ -397,7 +397,7 @@ def det(a):
 # shifted up one.
 
 def _tridiagonal_shape(dl, d, du, b):
-    check_matrices("tridiagonal_solve", ("b", b))
+    check_matrices("tridiagonal_solve", ("b", b), complex_ok=True)    # holomorphic
     for what, v in (("dl", dl), ("d", d), ("du", du)):
         if v.dtype != b.dtype:
             raise DTypeError(f"tridiagonal_solve: {what} and b must have one dtype, got "

@@ -221,7 +221,7 @@ def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803 (scipy's
     if A.shape[-1] == 0:
         return A
     norm = stop_gradient(jnp.max(jnp.sum(jnp.abs(A), axis=-2), axis=-1))
-    theta = _THETA13[np.dtype(A.dtype)]
+    theta = _THETA13[np.dtype(np.finfo(A.dtype).dtype)]     # a complex A: its parts' width
     # The number of squarings is piecewise constant in A: no derivative flows through it.
     squarings = jnp.maximum(jnp.ceil(jnp.log2(jnp.maximum(norm, theta) / theta)), 0)
     scale = jnp.exp2(-squarings)[..., None, None].astype(A.dtype)

@@ -436,7 +436,7 @@ def _gtsv(dl, d, du, x):
             low[i + 1] = dl[b, i + 1]
         singular = False
         for i in range(m - 1):
-            if abs(diag[i]) >= abs(low[i + 1]):
+            if _magnitude(diag[i]) >= _magnitude(low[i + 1]):
                 if diag[i] == 0:
                     singular = True
                     break
