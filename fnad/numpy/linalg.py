@@ -6,7 +6,13 @@ Singular matrices (solve, inv) and matrices that are not positive definite
 
 Derivatives follow JAX's: those of eigenvectors and singular vectors are NaN or inf
 where eigenvalues (singular values) repeat, since no derivative exists there. pinv
-has its own JVP (Golub & Pereyra 1973), finite wherever the rank does not change."""
+has its own JVP (Golub & Pereyra 1973), finite wherever the rank does not change.
+eig and eigvals (general matrices) have no derivatives, as in JAX.
+
+Complex matrices work throughout (Hermitian for eigh and cholesky; singular values
+and eigh's eigenvalues real), with derivatives under fnad's Re(ct * t) pairing; a
+complex eigenvector's phase is LAPACK's choice, so differentiate phase-free
+functions of it."""
 import collections
 import functools
 import math

@@ -10,7 +10,12 @@ dot_general, so they differentiate again. With op(A) = A or A^T:
     triangular_solve X = op(A)^-1 B    the same, masked to the triangle that is read
     cholesky         A = L L^H         dL = L Phi(L^-1 dA L^-H)   (Murray 2016, arXiv:1602.07527)
     slogdet, det     d log|det A| = tr(A^-1 dA)                   ct_A = g A^-T  (g det A A^-T)
+    tridiagonal_solve                  solve's, on three diagonals
 
+Complex matrices: solve, triangular_solve, tridiagonal_solve and det are holomorphic,
+so these rules hold as written (fnad transposes without conjugating: the Re(ct * t)
+pairing); cholesky (Hermitian: ^H where the real rule has ^T) and slogdet (real
+log|det|, complex sign) have their own terms, stated at each rule.
 inv is a composite, solve(A, I): its derivatives follow from solve's.
 At an exactly singular matrix the rules' solves raise numpy.linalg.LinAlgError, even
 for det, whose gradient there (the adjugate) exists: that needs an LU-based cofactor
