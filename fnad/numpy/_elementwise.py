@@ -228,11 +228,22 @@ def logaddexp(x, y):
     # exactly 0 in value, so the result is m + log1p(e^-|x-y|) to the last bit.
     # Where m is infinite or NaN it is the answer, and the differences are not formed
     # (inf - inf would be NaN, and numpy's floating-point warnings would fire).
+    # A difference past the point where exp is 0 is not formed, so that a huge gap
+    # (1e308 - -1e308) cannot overflow.
     m = maximum(x, y)
     finite = isfinite(m)
     zero = np.zeros((), m.dtype)
     shift = E.stop_gradient_p.bind(where(finite, m, zero))
-    dx, dy = where(finite, x - shift, zero), where(finite, y - shift, zero)
+    info = np.finfo(m.dtype)
+    floor = -np.log(info.smallest_subnormal) + 2
+    if m.dtype == np.float64:       # -max - floor rounds back to -max: no overflow
+        low = shift - np.asarray(floor, m.dtype)
+    else:                           # in float16 it would: computed in float64
+        low = astype(maximum(astype(shift, np.float64) - floor, -float(info.max)), m.dtype)
+    # below low the difference is -inf (exp is exactly 0, with no underflow flag)
+    ninf = np.asarray(-np.inf, m.dtype)
+    dx = where(finite, where(x < low, ninf, maximum(x, low) - shift), zero)
+    dy = where(finite, where(y < low, ninf, maximum(y, low) - shift), zero)
     inner = where(finite, where(x >= y, exp(dy) + expm1(dx), exp(dx) + expm1(dy)), zero)
     return where(finite, shift + log1p(inner), m)
 
