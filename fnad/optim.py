@@ -75,6 +75,13 @@ def _increment(count):
     return jnp.where(count < _INT32_MAX, count + 1, _INT32_MAX)
 
 
+def _abs_square(g):
+    """|g|^2: the square of a real gradient, conj(g) g of a complex one (a second moment
+    or a norm of complex values is real and non-negative, as optax computes it)."""
+    g = jnp.asarray(g)
+    return jnp.real(g * jnp.conj(g)) if g.dtype.kind == "c" else jnp.square(g)
+
+
 def _scale_leaf(factor, g):
     """g * factor, keeping g's dtype whether factor is a Python number or an array."""
     if type(factor) in (int, float):
@@ -102,7 +109,7 @@ def global_norm(tree):
     leaves = tree_leaves(tree)
     if not leaves:
         return jnp.zeros([], jnp.float32)
-    return jnp.sqrt(sum(jnp.sum(jnp.square(x)) for x in leaves))
+    return jnp.sqrt(sum(jnp.sum(_abs_square(x)) for x in leaves))
 
 
 def apply_updates(params, updates):
@@ -184,7 +191,7 @@ def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0):
 
     def update(updates, state, params=None):
         mu = tree_map(lambda g, m: (1 - b1) * g + b1 * m, updates, state.mu)
-        nu = tree_map(lambda g, v: (1 - b2) * jnp.square(g) + b2 * v, updates, state.nu)
+        nu = tree_map(lambda g, v: (1 - b2) * _abs_square(g) + b2 * v, updates, state.nu)
         count = _increment(state.count)
 
         def direction(m, v):
@@ -204,7 +211,7 @@ def scale_by_rms(decay=0.9, eps=1e-8, initial_scale=0.0):
         return ScaleByRmsState(tree_map(lambda p: jnp.full_like(p, initial_scale), params))
 
     def update(updates, state, params=None):
-        nu = tree_map(lambda g, v: (1 - decay) * jnp.square(g) + decay * v,
+        nu = tree_map(lambda g, v: (1 - decay) * _abs_square(g) + decay * v,
                       updates, state.nu)
         updates = tree_map(lambda g, v: g * jnp.rsqrt(v + eps), updates, nu)
         return updates, ScaleByRmsState(nu)
@@ -221,9 +228,9 @@ def scale_by_stddev(decay=0.9, eps=1e-8, initial_scale=0.0):
 
     def update(updates, state, params=None):
         mu = tree_map(lambda g, m: (1 - decay) * g + decay * m, updates, state.mu)
-        nu = tree_map(lambda g, v: (1 - decay) * jnp.square(g) + decay * v,
+        nu = tree_map(lambda g, v: (1 - decay) * _abs_square(g) + decay * v,
                       updates, state.nu)
-        updates = tree_map(lambda g, m, v: g * jnp.rsqrt(v - jnp.square(m) + eps),
+        updates = tree_map(lambda g, m, v: g * jnp.rsqrt(v - _abs_square(m) + eps),
                            updates, mu, nu)
         return updates, ScaleByStddevState(mu, nu)
     return GradientTransformation(init, update)
@@ -238,7 +245,7 @@ def scale_by_rss(initial_accumulator_value=0.1, eps=1e-7):
             tree_map(lambda p: jnp.full_like(p, initial_accumulator_value), params))
 
     def update(updates, state, params=None):
-        sos = tree_map(lambda g, s: jnp.square(g) + s, updates, state.sum_of_squares)
+        sos = tree_map(lambda g, s: _abs_square(g) + s, updates, state.sum_of_squares)
         updates = tree_map(
             lambda g, s: jnp.where(s > 0, jnp.rsqrt(s + eps), 0.0) * g, updates, sos)
         return updates, ScaleByRssState(sos)

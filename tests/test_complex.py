@@ -580,3 +580,19 @@ def test_pad_complex(mode, kw):
     # numpy's ramps and means of complex values are complex (no rounding, no real part)
     a = np.array([1 + 2j, 3 - 1j, 0.5 + 0.5j])
     _close(fnp.pad(fnp.asarray(a), 2, mode=mode, **kw), np.pad(a, 2, mode=mode, **kw))
+
+
+def test_optimizers_use_the_modulus_of_complex_gradients():
+    # second moments and norms of complex values are |g|^2 (optax's rule); with the
+    # conjugate of JAX's gradient as the descent direction, adam finds the minimum
+    target = np.array([0.5 - 1j, 2 + 0.25j])
+    p = {"w": fnp.asarray(np.array([1 + 1j, -2 + 0.5j]))}
+    loss = lambda p: fnp.sum(fnp.abs(p["w"] - target) ** 2)  # noqa: E731
+    opt = fnad.optim.adam(0.1)
+    state = opt.init(p)
+    for _ in range(200):
+        g = fnad.tree_util.tree_map(fnp.conj, fnad.grad(loss)(p))
+        updates, state = opt.update(g, state, p)
+        p = fnad.optim.apply_updates(p, updates)
+    np.testing.assert_allclose(np.asarray(p["w"]), target, atol=1e-3)
+    assert float(fnad.optim.global_norm({"a": fnp.asarray([3 + 4j])})) == 5.0
