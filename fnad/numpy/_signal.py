@@ -1,6 +1,6 @@
-"""Discrete convolution and correlation (every output a dot product of a window of
-the padded signal with the kernel: one gather and one dot_general), and the classic
-tapering windows, built from fnad's elementwise functions."""
+"""Discrete convolution and correlation (the convolution primitive in one spatial
+dimension; complex values by windows of the padded signal dotted with the kernel), and
+the classic tapering windows, built from fnad's elementwise functions."""
 import operator
 
 import numpy as np
@@ -9,20 +9,27 @@ from .. import dtypes
 from ..array import Array
 from ..errors import ShapeError
 from ..primitives import shape as S
+from ..primitives.conv import conv
 from ..primitives.dot import dot_general
 from ._complex import conj
 from ._core import promote_inexact
 from ._elementwise import cos, sqrt, where
 from ._indexing import take
-from ._shapes import take_range
+from ._shapes import reshape, take_range
 from ._special import i0
 
 __all__ = ["convolve", "correlate", "bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
 
 def _full_convolution(a, v):
-    """sum_j a[k - j] v[j] for every k of the full overlap (length n + m - 1)."""
+    """sum_j a[k - j] v[j] for every k of the full overlap (length n + m - 1): the
+    convolution primitive (a cross-correlation, so with v reversed) for real values,
+    windows gathered and dotted with v for complex ones."""
     n, m = a.shape[0], v.shape[0]
+    if a.dtype.kind != "c":
+        out = conv(reshape(a, (1, 1, n)), reshape(S.rev(v, (0,)), (1, 1, m)), (1,),
+                   ((m - 1, m - 1),), (1,), (1,), 1)
+        return reshape(out, (n + m - 1,))
     zero = np.zeros((), a.dtype)
     padded = S.pad(a, zero, [(m - 1, m - 1, 0)])
     windows = np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]
