@@ -386,6 +386,9 @@ def test_second_order():
     z = fnp.asarray(z0)
     _close(fnad.grad(fnad.grad(lambda z: z ** 3, holomorphic=True), holomorphic=True)(z),
            6 * z0)
+    zs = np.array([z0, w0])
+    _close(fnad.hessian(lambda z: fnp.sum(z ** 3), holomorphic=True)(fnp.asarray(zs)),
+           np.diag(6 * zs))
     x = fnp.asarray(np.array([0.3, 0.5]))
     _close(fnad.hessian(lambda x: fnp.real(fnp.sum(fnp.exp(1j * x))))(x),
            np.diag(-np.cos([0.3, 0.5])))
