@@ -550,7 +550,8 @@ def test_cuda_kernels_match_cpu():
              (S.erfcx_p, x), (S.bessel_i0e_p, -x), (S.bessel_i1e_p, -x), (S.zeta_p, x + 1, x),
              (S.polygamma_p, np.ones(3, np.float32), x), (S.igamma_p, x, x),
              (S.igammac_p, x, 2 * x), (S.igamma_grad_a_p, x, x), (S.betainc_p, x, x, x / 5),
-             (S.igamma_dx_p, x, x), (S.betainc_dx_p, x, 2 * x, x / 5)]
+             (S.igamma_dx_p, x, x), (S.betainc_dx_p, x, 2 * x, x / 5),
+             (S.poisson_entropy_p, 300 * x)]
     for prim, *args in cases:
         expected = prim.bind(*map(jnp.asarray, args))
         np.testing.assert_array_equal(host(prim.bind(*map(to_gpu, args))), np.asarray(expected))

@@ -249,6 +249,15 @@ betainc_dx_p = special_primitive(
      lambda a, b, x, out: out * ((a - 1) / x - (b - 1) / (1 - x))), 3)
 
 
+# The entropy of Poisson(mu) and its derivative: sums over the counts that carry mass
+poisson_entropy_grad_p = special_primitive(
+    "poisson_entropy_grad", kernels.poisson_entropy_grad,
+    ("the second derivative of the Poisson entropy is not implemented",), 1)
+poisson_entropy_p = special_primitive(
+    "poisson_entropy", kernels.poisson_entropy,
+    (lambda mu, out: poisson_entropy_grad_p.bind(mu),), 1)
+
+
 _BETA_PARAMETER = "only the derivative in x is implemented (as in JAX)"
 betainc_p = special_primitive(
     "betainc", kernels.betainc,

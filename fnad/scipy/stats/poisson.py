@@ -1,5 +1,6 @@
 """The Poisson distribution of mean mu >= 0, on k = x - loc in {0, 1, 2, ...}."""
 from ... import numpy as fnp
+from ...primitives.special import poisson_entropy_p
 from .. import special
 from ._util import inside, is_integer, promote, safe, valid
 
@@ -24,3 +25,10 @@ def cdf(k, mu, loc=0):
     nonnegative = k >= 0
     value = special.gammaincc(fnp.floor(safe(nonnegative, k, 0.0)) + 1, mu)
     return valid(mu >= 0, inside(nonnegative, value, 0.0, k))
+
+
+def entropy(mu, loc=0):
+    """The Shannon entropy -sum_k p_k log p_k (nats); loc moves the support and leaves
+    the entropy unchanged, but broadcasts with mu."""
+    mu, loc = promote(mu, loc)
+    return poisson_entropy_p.bind(mu + 0 * loc)
