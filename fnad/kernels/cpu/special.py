@@ -495,7 +495,9 @@ def _poisson_entropy_sums(mu):
     """-sum_k p_k log p_k and -sum_k p_k (k - mu) log p_k over the k that carry mass
     (mu +- 40 sqrt(mu) + 40: the rest is below exp(-800))."""
     spread = 40.0 * math.sqrt(mu) + 40.0
-    first = max(0, int(mu - spread))
+    first = int(mu - spread)
+    if first < 0:                       # (not max(): numba.cuda has no two-argument max)
+        first = 0
     last = int(mu + spread) + 1
     log_mu = math.log(mu)
     entropy, moment = 0.0, 0.0
