@@ -36,6 +36,8 @@ def test_scalar_types_convert_and_are_dtypes():
     assert not fnp.issubdtype(fnp.int32, fnp.floating)
     assert fnp.double is fnp.float64 and fnp.single is fnp.float32
     assert isinstance(np.float32(1), fnp.float32) and not isinstance(1.0, fnp.float32)
+    assert fnp.float64 != None and not (fnp.float64 == "int8")  # noqa: E711
+    assert {fnp.float32: 1}[np.dtype(np.float32)] == 1
 
 
 def test_scalar_types_under_transforms():

@@ -35,6 +35,8 @@ class _ScalarMeta(type):
     def __eq__(cls, other):
         if isinstance(other, _ScalarMeta):
             return cls is other
+        if other is None:       # np.dtype(None) is float64: float64 == None must be False
+            return False
         try:
             return np.dtype(other) == cls.dtype
         except TypeError:
