@@ -491,6 +491,7 @@ SHIFT = Domain("shift", lambda r, n: r.uniform(0, 8, n), lambda r, n: r.integers
 PIECEWISE = dict(grad=False)
 MORE_UNARY = [
     unary("numpy", fnp, "fabs", REAL, I32F, "float"),
+    unary("numpy", fnp, "i0", REAL, I32F, "float"),
     unary("numpy", fnp, "rint", REAL, I32F, "float", **PIECEWISE),
     unary("numpy", fnp, "isposinf", REAL, I32F, "bool"),
     unary("numpy", fnp, "isneginf", REAL, I32F, "bool"),

@@ -12,6 +12,10 @@ from ._shapes import (broadcast_arrays, broadcast_to, concatenate, reshape, move
 from ._reductions import sum as _sum
 from ._complex import conj
 
+# what fnad.numpy exports from here (Precision and preferred_operands serve lax and einsum)
+__all__ = ["matmul", "dot", "tensordot", "vdot", "inner", "outer", "diagonal", "trace",
+           "diag", "kron", "cross", "dot_general"]
+
 
 def _promoted(a, b):
     a, b = promote(a, b)

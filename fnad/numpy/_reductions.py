@@ -8,7 +8,8 @@ from ..primitives import shape as S
 from ._core import as_operand, astype, normalize_axes, normalize_axis, promote_inexact
 from ._arguments import refuse_out as _no_out
 from ._elementwise import sqrt
-from ._complex import real, conj, lexicographic_extremum
+from ._complex import real, conj
+from ._complex import lexicographic_extremum as _lexicographic_extremum
 
 
 def _sum_dtype(dtype):
@@ -44,12 +45,12 @@ def prod(a, axis=None, dtype=None, keepdims=False):
 
 def max(a, axis=None, keepdims=False):  # noqa: A001
     return _reduction(lambda x, axes: R.reduce_max_p.bind(x, axes=axes) if x.dtype.kind != "c"
-                      else lexicographic_extremum(x, axes, True), a, axis, keepdims)
+                      else _lexicographic_extremum(x, axes, True), a, axis, keepdims)
 
 
 def min(a, axis=None, keepdims=False):  # noqa: A001
     return _reduction(lambda x, axes: R.reduce_min_p.bind(x, axes=axes) if x.dtype.kind != "c"
-                      else lexicographic_extremum(x, axes, False), a, axis, keepdims)
+                      else _lexicographic_extremum(x, axes, False), a, axis, keepdims)
 
 
 amax, amin = max, min

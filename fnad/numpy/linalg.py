@@ -28,7 +28,8 @@ from ..primitives import shape as S
 from ._core import as_operand, promote, promote_inexact, normalize_axis
 from ._shapes import broadcast_to, reshape, matrix_transpose, expand_dims, moveaxis, flip
 from ._products import matmul, outer, tensordot
-from ._products import diagonal as _diagonal_of, preferred_operands
+from ._products import diagonal as _diagonal_of
+from ._products import preferred_operands as _preferred_operands
 from ._indexing import take_along_axis
 from ._sorting import argsort
 from ._core import stack
@@ -475,8 +476,8 @@ def trace(x, /, *, offset=0, dtype=None):
 
 def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     """The dot product of the vectors along `axis`; other axes broadcast."""
-    x1, x2 = preferred_operands(*promote(as_operand(x1), as_operand(x2)), precision,
-                                preferred_element_type, "vecdot")
+    x1, x2 = _preferred_operands(*promote(as_operand(x1), as_operand(x2)), precision,
+                                 preferred_element_type, "vecdot")
     return R.sum(conj(x1) * x2, axis=axis)     # numpy's vecdot conjugates x1
 
 

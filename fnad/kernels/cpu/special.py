@@ -888,7 +888,8 @@ def _bessel_ie(nu, x):
         total += term
         if abs(term) < EPS * abs(total):
             break
-    return total / math.sqrt(2.0 * math.pi * x)
+    # two square roots: 2 pi x overflows for x past about 2.9e307
+    return total / (math.sqrt(2.0 * math.pi) * math.sqrt(x))
 
 
 @numba.njit(cache=True)
