@@ -9,6 +9,7 @@ for a real GPU architecture (this needs only NVVM, no GPU)."""
 import os
 
 import numpy as np
+import pytest
 
 SIMULATED = os.environ.get("FNAD_TEST_CUDA") != "gpu"
 if SIMULATED:
@@ -56,3 +57,16 @@ def pytest_terminal_summary(terminalreporter):
     suite = sys.modules.get("test_differential")
     if suite is not None and suite.CHECKED:
         terminalreporter.write_line(suite.summary_line())
+
+
+@pytest.fixture(autouse=True)
+def jax_x64_restored():
+    """Tests that compare with JAX may switch its x64 mode on; the next test (often in
+    another file) must find JAX as it was, or its dtypes silently change."""
+    import sys
+    jax = sys.modules.get("jax")
+    before = bool(jax.config.jax_enable_x64) if jax is not None else None
+    yield
+    jax = sys.modules.get("jax")
+    if jax is not None and bool(jax.config.jax_enable_x64) != bool(before):
+        jax.config.update("jax_enable_x64", bool(before))
