@@ -228,3 +228,29 @@ def test_array_methods_added_for_issue_13():
     same(x.compress([True, False], axis=0), a.compress([True, False], axis=0))
     same(fnp.sort(x[0]).searchsorted(2.5), np.int32(2))
     same(fnad.jit(lambda v: v.ptp())(x), np.ptp(a))
+
+
+def test_weighted_inverted_cdf_quantile_matches_numpy():
+    # numpy and JAX support weights with method="inverted_cdf" only
+    rng = np.random.default_rng(3)
+    x, w = rng.normal(size=(4, 7)), rng.uniform(0.1, 2, size=(4, 7))
+    q = np.array([0.0, 0.1, 0.5, 0.9, 1.0])
+    for axis, weights in [(None, None), (None, w), (0, w), (1, w), (1, w[0])]:
+        want = np.quantile(x, q, axis=axis, weights=weights, method="inverted_cdf")
+        f = lambda x: fnp.quantile(x, q, axis=axis, weights=weights, method="inverted_cdf")  # noqa: E731
+        np.testing.assert_array_equal(np.asarray(f(x)), want)
+        np.testing.assert_array_equal(np.asarray(fnad.jit(f)(x)), want)
+    with_nan = x.copy()
+    with_nan[1, 2] = np.nan
+    np.testing.assert_array_equal(
+        np.asarray(fnp.nanquantile(with_nan, q, axis=1, weights=w, method="inverted_cdf")),
+        np.nanquantile(with_nan, q, axis=1, weights=w, method="inverted_cdf"))
+    np.testing.assert_array_equal(
+        np.asarray(fnp.percentile(x, 50, weights=w, method="inverted_cdf")),
+        np.percentile(x, 50, weights=w, method="inverted_cdf"))
+    # the derivative reaches the selected element only
+    g = fnad.grad(lambda x: fnp.quantile(x, 0.5, weights=w, method="inverted_cdf"))(x)
+    chosen = np.quantile(x, 0.5, weights=w, method="inverted_cdf")
+    np.testing.assert_array_equal(np.asarray(g), (x == chosen).astype(float))
+    with pytest.raises(ValueError, match="inverted_cdf"):
+        fnp.quantile(x, 0.5, weights=w)

@@ -1,7 +1,6 @@
 """Functions that run on the host with concrete values: printing options and
-representations, numpy's .npy/.npz files, einsum's contraction order. A traced value
-cannot be printed or saved (its numbers do not exist yet): they raise
-ConcretizationError, as JAX does."""
+representations, and numpy's .npy/.npz files. A traced value cannot be printed or
+saved (its numbers do not exist yet): they raise ConcretizationError, as JAX does."""
 import numpy as np
 
 from ..array import Array
@@ -9,7 +8,7 @@ from ..core import Tracer
 from ..errors import ConcretizationError
 
 __all__ = ["get_printoptions", "set_printoptions", "printoptions", "array_repr",
-           "array_str", "save", "savez", "load", "einsum_path"]
+           "array_str", "save", "savez", "load"]
 
 get_printoptions, set_printoptions, printoptions = (np.get_printoptions, np.set_printoptions,
                                                     np.printoptions)
@@ -63,14 +62,3 @@ def load(file, *args, allow_pickle=False, **kwargs):
     if isinstance(out, np.ndarray) and out.dtype.kind in "biufc":
         return Array(np.array(out))
     return out
-
-
-def einsum_path(subscripts, /, *operands, optimize="auto"):
-    """numpy's contraction order for these operands' shapes (only their shapes and
-    dtypes are read, so traced operands are fine)."""
-    if optimize == "auto":
-        optimize = "greedy"
-    stand_ins = [np.broadcast_to(np.zeros((), getattr(x, "dtype", np.float64)),
-                                 np.shape(x) if not hasattr(x, "shape") else tuple(x.shape))
-                 for x in operands]
-    return np.einsum_path(subscripts, *stand_ins, optimize=optimize)

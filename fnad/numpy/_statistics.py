@@ -12,7 +12,7 @@ from ._elementwise import around, ceil, clip, floor, isnan, sqrt, where
 from ._indexing import take_along_axis
 from ._products import diagonal, dot
 from ._arguments import refuse_out as _no_out
-from ._reductions import any as _any, mean, sum as _sum
+from ._reductions import any as _any, cumsum, mean, sum as _sum
 from ._complex import conj, real, imag
 from ._shapes import (atleast_2d, broadcast_to, concatenate, expand_dims, reshape,
                       squeeze, transpose)
@@ -20,7 +20,7 @@ from ._shapes import (atleast_2d, broadcast_to, concatenate, expand_dims, reshap
 __all__ = ["quantile", "percentile", "nanquantile", "nanpercentile", "nanmedian", "cov",
            "corrcoef"]
 
-_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
 def _lerp(a, b, t):
@@ -47,9 +47,9 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, interpol
         method = interpolation
     if method not in _METHODS:
         raise ValueError(f"{name}: method must be one of {_METHODS}, got {method!r}")
-    if weights is not None:
-        raise NotImplementedError(f"{name}: weights= (numpy's inverted_cdf method) is not "
-                                  f"supported")
+    if weights is not None and method != "inverted_cdf":
+        raise ValueError(f"{name}: weights= needs method='inverted_cdf' (as in numpy and "
+                         f"JAX), got method={method!r}")
     # q exactly as given (a Python 0.4 is not rounded to float32 first: the position
     # q * (n - 1) decides which neighbours are used); a's float is the result's
     q_wide = astype(q, np.float64) if isinstance(q, (Array, Tracer)) \
@@ -66,8 +66,11 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, interpol
         # the NaN-ignoring forms find no values: NaN (numpy warns and gives NaN)
         empty = _sum(flat, -1) + np.asarray(np.nan, dtype)
         return _shaped(broadcast_to(empty, tuple(q.shape) + batch), q, a, axes, keepdims)
-    ordered = P.sort_multi([flat], flat.ndim - 1)[0]      # NaNs sort last
     nan = isnan(flat)
+    if method == "inverted_cdf":
+        result = _inverted_cdf(name, flat, nan, q_wide, q, a, axes, weights, ignore_nan)
+        return _shaped(result, q, a, axes, keepdims)
+    ordered = P.sort_multi([flat], flat.ndim - 1)[0]      # NaNs sort last
     # positions in float64, as numpy's: in float32 q * (n - 1) is off by up to
     # n ulp, which the interpolation multiplies by the gap between neighbours
     wide = np.dtype(np.float64)
@@ -104,6 +107,41 @@ def _quantile(name, a, q, axis, out, overwrite_input, method, keepdims, interpol
     else:
         result = where(_any(nan, -1), nan_value, result)
     return _shaped(result, q, a, axes, keepdims)
+
+
+def _inverted_cdf(name, flat, nan, q_wide, q, a, axes, weights, ignore_nan):
+    """numpy's inverted_cdf: the smallest value whose cumulative weight reaches q of
+    the slice's total (every weight 1 without `weights`); NaNs weigh nothing when
+    ignored."""
+    n = flat.shape[-1]
+    batch = tuple(flat.shape[:-1])
+    if weights is None:
+        w = broadcast_to(np.ones((), np.float64), tuple(flat.shape))
+    else:
+        w = as_operand(weights)
+        if w.ndim == 1 and a.ndim > 1 and len(axes) == 1 and w.shape[0] == a.shape[axes[0]]:
+            w = reshape(w, tuple(w.shape[0] if d == axes[0] else 1 for d in range(a.ndim)))
+        if tuple(w.shape) != tuple(a.shape) and not (w.ndim == a.ndim and all(
+                ws in (1, s) for ws, s in zip(w.shape, a.shape))):
+            raise ValueError(f"{name}: weights of shape {tuple(w.shape)} do not match a's "
+                             f"{tuple(a.shape)} (or its axis {axes})")
+        w, _ = _last_axis(broadcast_to(astype(w, np.float64), tuple(a.shape)), axes)
+    if ignore_nan:
+        w = where(nan, np.zeros((), w.dtype), w)
+    ordered, w = P.sort_multi([flat, w], flat.ndim - 1)   # NaNs sort last
+    reached = cumsum(w, axis=-1)
+    target = reshape(q_wide, tuple(q.shape) + (1,) * len(batch)) * reached[..., -1]
+    # the first position whose cumulative weight reaches the target
+    below = reached < expand_dims(target, -1)
+    index = clip(_sum(astype(below, dtypes.index_dtype(n)), -1), 0, n - 1)
+    grid = broadcast_to(ordered, tuple(q.shape) + batch + (n,))
+    result = squeeze(take_along_axis(grid, expand_dims(
+        astype(broadcast_to(index, tuple(q.shape) + batch), dtypes.index_dtype(n)), -1),
+        axis=-1), -1)
+    nan_value = np.asarray(np.nan, flat.dtype)
+    if ignore_nan:
+        return where(_sum(astype(~nan, np.int32), -1) == 0, nan_value, result)
+    return where(_any(nan, -1), nan_value, result)
 
 
 def _shaped(result, q, a, axes, keepdims):
