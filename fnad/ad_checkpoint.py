@@ -14,12 +14,12 @@ inputs), which needs no staging. Operations with several results (control flow) 
 never saved; they are recomputed.
 """
 import functools
-import inspect
 
 from . import checkpoint_policies  # noqa: F401  (fnad.ad_checkpoint.checkpoint_policies)
 from .abstract import get_aval
 from .core import Tracer, bind_custom
 from .program import Literal
+from .staged.jit import argnums_both_ways, signature_or_none
 from .staged.staging import CustomCallPrimitive, stage_flat
 from .transforms import custom
 from .transforms.custom import CustomRules, checkpoint_name, checkpoint_name_p  # noqa: F401
@@ -42,7 +42,8 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
         return custom.checkpoint(fun, prevent_cse=prevent_cse, static_argnums=static_argnums)
     if policy is None:
         policy = checkpoint_policies.nothing_saveable
-    static_argnums, static_argnames = _both_ways(fun, static_argnums, static_argnames)
+    static_argnums, static_argnames = argnums_both_ways(
+        signature_or_none(fun), static_argnums, static_argnames, "static", "checkpoint")
 
     @functools.wraps(fun)
     def remat_fun(*args, **kwargs):
@@ -64,21 +65,6 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
 
 
 remat = checkpoint
-
-
-def _both_ways(fun, nums, names):
-    try:
-        params = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return tuple(nums), tuple(names)
-    nums, names = list(nums), list(names)
-    for i, p in enumerate(params):
-        if p.kind is p.POSITIONAL_OR_KEYWORD:
-            if i in nums and p.name not in names:
-                names.append(p.name)
-            if p.name in names and i not in nums:
-                nums.append(i)
-    return tuple(nums), tuple(names)
 
 
 def _checkpointed(fun, leaves, policy):

@@ -334,7 +334,7 @@ def _setup_of(fun, given):
     setup = per_function.get(given_key) if per_function is not None else None
     if setup is not None:
         return setup
-    signature = _signature(fun)
+    signature = signature_or_none(fun)
     static_argnums, static_argnames, donate_argnums, donate_argnames = given
     static_argnums = check_argnums(static_argnums, "jit", "static_argnums", True)[1]
     donate_argnums = check_argnums(donate_argnums, "jit", "donate_argnums", True)[1]
@@ -342,8 +342,8 @@ def _setup_of(fun, given):
     _check_donation(static_argnums, donate_argnums, static_argnames, donate_argnames)
     # Each argument is static (or donated) however it is passed: a name given is also
     # its position, a position also its name, as the signature says.
-    options = (*_both_ways(signature, static_argnums, static_argnames, "static"),
-               *_both_ways(signature, donate_argnums, donate_argnames, "donate"))
+    options = (*argnums_both_ways(signature, static_argnums, static_argnames, "static"),
+               *argnums_both_ways(signature, donate_argnums, donate_argnames, "donate"))
     _check_donation(*options[0::2], *options[1::2])
     if per_function is None:
         traces = _Traces()
@@ -412,7 +412,7 @@ def _check_donation(static_argnums, donate_argnums, static_argnames, donate_argn
                                f"{name!r} of type {type(name).__name__}")
 
 
-def _signature(fun):
+def signature_or_none(fun):
     try:
         return inspect.signature(fun)
     except (TypeError, ValueError):     # (some builtins have none)
@@ -432,7 +432,7 @@ def _positional_count(signature):
     return count
 
 
-def _both_ways(signature, nums, names, what):
+def argnums_both_ways(signature, nums, names, what, caller="jit"):
     """(argnums, argnames) completed with each other through the signature: the name
     of each position that can also be passed by name, the position of each name that
     can also be passed by position. A name the function does not take is an error."""
@@ -445,7 +445,7 @@ def _both_ways(signature, nums, names, what):
                                                       p.POSITIONAL_ONLY)}
     unknown = [n for n in names if n not in known]
     if unknown and not takes_kwargs:
-        raise ArgnumsError(f"jit: {what}_argnames={tuple(names)!r} names {unknown}, which "
+        raise ArgnumsError(f"{caller}: {what}_argnames={tuple(names)!r} names {unknown}, which "
                            f"the function does not take by name (its parameters: "
                            f"{[p.name for p in params]})")
     if _positional_count(signature) == len(positional):     # (no *args)
