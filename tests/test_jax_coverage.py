@@ -35,17 +35,17 @@ MODULES = {
 }
 
 # Floors: the least share of each module's names fnad must have (issue 13's targets).
-FLOORS = {
-    "jax.numpy": 0.84,
+FLOORS = {   # as reached at the end of the issue-13 session (2026-11-23)
+    "jax.numpy": 0.956,             # 398 / 416
     "jax.numpy.linalg": 1.0,
     "jax.numpy.fft": 1.0,
-    "jax.scipy.special": 0.73,
-    "jax.scipy.stats": 0.96,
-    "jax.scipy.linalg": 0.87,
-    "jax.lax": 0.33,
-    "jax.tree_util": 0.97,
-    "jax.random": 0.93,
-    "jax.nn": 0.91,
+    "jax.scipy.special": 0.886,     # 47 / 53
+    "jax.scipy.stats": 0.991,       # 115 / 116
+    "jax.scipy.linalg": 1.0,
+    "jax.lax": 0.333,               # 124 / 372
+    "jax.tree_util": 1.0,
+    "jax.random": 0.937,            # 45 / 48
+    "jax.nn": 0.916,                # 33 / 36
     "jax.nn.initializers": 1.0,
     "jax.example_libraries.stax": 1.0,
     "jax.example_libraries.optimizers": 1.0,
@@ -98,6 +98,7 @@ def _has(module, dotted):
 # live in fnad.primitives under their own names, so lax is also counted without them.
 LAX_FUNCTIONS = "jax.lax without *_p"
 ANSWERS = dict(MODULES, **{LAX_FUNCTIONS: "fnad.lax"})
+FLOORS[LAX_FUNCTIONS] = 0.568      # 124 / 218
 
 
 def coverage():
