@@ -41,7 +41,7 @@ from .errors import DTypeError, ShapeError
 from .primitives.random_bits import random_bits, random_split, threefry2x32  # noqa: F401
 from .scipy import special
 from .transforms.custom import custom_jvp
-from .transforms.jvp import jvp as fnad_jvp
+from .transforms.jvp import jvp as _jvp
 
 __all__ = ["key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "threefry2x32",
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "permutation",
@@ -784,7 +784,7 @@ def _dlog_gamma_sample_da(a, log_z, z):
     tiny = log_z64 < math.log(1e-10)
     z_safe = jnp.where(tiny | ~ok, 1.0, z64)
     log_safe = jnp.where(tiny | ~ok, 0.0, log_z64)
-    _, dp_da = fnad_jvp(lambda s: special.gammainc(s, z_safe), (a_safe,),
+    _, dp_da = _jvp(lambda s: special.gammainc(s, z_safe), (a_safe,),
                         (jnp.ones_like(a_safe),))
     general = -dp_da * jnp.exp(special.gammaln(a_safe) - a_safe * log_safe + z_safe)
     small_z = (special.digamma(a_safe + 1) - jnp.where(ok, log_z64, 0.0)) / a_safe

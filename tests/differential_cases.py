@@ -514,6 +514,20 @@ NN_UNARY = [
     ("celu", REAL, lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))), {}),
     ("selu", REAL, _selu, {}),
     ("leaky_relu", REAL, lambda x: np.where(x >= 0, x, 0.01 * x), {}),
+    ("identity", REAL, lambda x: x, {}),
+    ("tanh", REAL, np.tanh, {}),
+    ("hard_sigmoid", REAL, lambda x: np.clip(x + 3, 0, 6) / 6, {}),
+    ("hard_silu", REAL, lambda x: x * (np.clip(x + 3, 0, 6) / 6), {}),
+    ("hard_swish", REAL, lambda x: x * (np.clip(x + 3, 0, 6) / 6), {}),
+    ("mish", REAL, lambda x: x * np.tanh(softplus(x)), {}),
+    ("soft_sign", REAL, lambda x: x / (1 + np.abs(x)), {}),
+    # written so that x^2 cannot overflow and x < 0 does not cancel: 0 at -inf (the
+    # textbook formula, and JAX, give NaN there; inf at the largest float64)
+    ("squareplus", REAL, lambda x: np.where(x >= 0, 0.5 * x + 0.5 * np.hypot(x, 2),
+                                            2 / (np.hypot(x, 2) - x)), {}),
+    ("sparse_plus", REAL, lambda x: np.where(x <= -1, 0, np.where(x >= 1, x, (x + 1) ** 2 / 4)),
+     {}),
+    ("sparse_sigmoid", REAL, lambda x: np.clip((x + 1) / 2, 0, 1), {}),
 ]
 
 SPECIAL_UNARY = [

@@ -21,6 +21,7 @@ from .special import (  # noqa: E402,F401
     lgamma, digamma, polygamma, erf_inv, erfc, igamma, igammac, igamma_grad_a, betainc,
     bessel_i0e, bessel_i1e, zeta)
 from .fft import fft, FftType  # noqa: E402,F401
+from .composites import *  # noqa: E402,F401,F403
 from ..primitives.index import (  # noqa: E402,F401
     gather, scatter, scatter_add, scatter_mul, scatter_min, scatter_max, dynamic_slice,
     dynamic_update_slice, dynamic_slice_in_dim, dynamic_index_in_dim,

@@ -151,7 +151,14 @@ def soft_sign(x):
 def squareplus(x, b=4):
     """(x + sqrt(x^2 + b)) / 2 (So, 2021): a smooth relu from square roots alone."""
     x, = promote_inexact(x)
-    return (x + fnp.sqrt(fnp.square(x) + b)) / 2
+    # h = sqrt(x^2 + b) as a hypot, so x^2 cannot overflow; for x < 0 the sum cancels,
+    # so it is written as b / (2 (h - x)) there (each branch fed only its own x values,
+    # so the other's infinities never reach the derivative)
+    root_b = fnp.sqrt(fnp.asarray(b, x.dtype))
+    positive = x >= 0
+    xp, xn = fnp.where(positive, x, 0), fnp.where(positive, -1, x)
+    return fnp.where(positive, 0.5 * xp + 0.5 * fnp.hypot(xp, root_b),
+                     (0.5 * b) / (fnp.hypot(xn, root_b) - xn))
 
 
 def sparse_plus(x):
