@@ -27,6 +27,13 @@ PRIMITIVES = {}
 RULES = ("abstract_eval", "impl", "jvp", "vjp", "batch")
 
 
+def no_derivative(cotangent, out, *args, **params):
+    """The vjp rule of a primitive whose outputs carry no derivative (stop_gradient,
+    floor, sign, ...). Reverse mode does not record such a step at all, so nothing
+    downstream of it (a while_loop fed a stop_gradient value) is asked for a rule."""
+    return (None,) * len(args)
+
+
 class Primitive:
     """One operation with everything fnad needs to know about it, every rule given
     to the constructor. Required (keyword-only):

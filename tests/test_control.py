@@ -370,3 +370,16 @@ def test_while_and_switch_run_as_compiled_functions(monkeypatch):
     compiled = [entry.ready for table in loops._loops.values() for entry in table.values()]
     assert len(compiled) == 2 and all(compiled), compiled
     del f
+
+
+def test_reverse_mode_skips_a_while_loop_fed_only_a_stop_gradient_value():
+    # stop_gradient's (and floor's) outputs carry no derivative, so reverse mode does
+    # not record them and the while_loop after them needs no rule: d/da (loop + a floor a)
+    def f(a):
+        x = fnad.lax.while_loop(lambda c: c < 10., lambda c: c * 2., fnad.lax.stop_gradient(a))
+        return x + a * fnad.numpy.floor(a)
+    for grad in (fnad.grad(f), fnad.jit(fnad.grad(f)), fnad.grad(fnad.jit(f))):
+        assert float(grad(1.5)) == 1.0
+    h = fnad.hessian(lambda x: fnad.numpy.sum(fnad.lax.stop_gradient(x) * x ** 2))(
+        np.array([1., 2.]))
+    np.testing.assert_array_equal(np.asarray(h), np.diag([2., 4.]))

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..abstract import ShapedArray, broadcast_shapes
 from ..dtypes import real_dtype, complex_dtype
+from ..core import no_derivative
 from ..errors import DTypeError
 from ..kernels.cpu import elementwise as kernels
 from ._rules import broadcasting, add_tangents, drop_identity_operand
@@ -57,10 +58,11 @@ def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
         return out, t * deriv(x, out)
 
     def vjp(g, out, x):
-        return (None if deriv is None else g * deriv(x, out),)
+        return (g * deriv(x, out),)
 
     prim = elementwise_primitive(name, abstract_eval=unary_shape(name, kinds), impl=impl,
-                                 jvp=jvp, vjp=vjp, scalar=scalar)
+                                 jvp=jvp, vjp=no_derivative if deriv is None else vjp,
+                                 scalar=scalar)
     return prim
 
 

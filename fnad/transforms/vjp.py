@@ -9,7 +9,8 @@ differentiate, batch or stage) the backward pass itself.
 """
 import numpy as np
 
-from ..core import Trace, Tracer, use_trace, current_trace, bind_custom, EVAL, host_operand
+from ..core import (Trace, Tracer, use_trace, current_trace, bind_custom, EVAL, host_operand,
+                    no_derivative)
 from ..array import Array, wrap
 from ..errors import GradientError, DTypeError
 from ..tree_util import tree_flatten, tree_unflatten
@@ -104,6 +105,8 @@ class VJPTrace(Trace):
         what the tracers carry when it differs from the `out` the rule is given."""
         needed = [p is not None for p in parents] if selective else None
         primal_out = out if primal_out is None else primal_out
+        if rule is no_derivative:
+            return primal_out
         if not multiple:
             if out.dtype.kind not in "fc":   # integers and booleans carry no derivative
                 return primal_out
@@ -167,7 +170,7 @@ class VJPTrace(Trace):
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         dtype = out.dtype
-        if dtype.kind not in "fc":
+        if dtype.kind not in "fc" or prim.vjp is no_derivative:
             return wrap(out)
         # _tracer(), inlined
         t = _new(VJPTracer)
