@@ -72,8 +72,6 @@ _JOIN = _join_table()
 _PROMOTE = {(a, b): float64 if j == WEAK_FLOAT else j
             for (a, b), j in _JOIN.items() if a in SUPPORTED and b in SUPPORTED}
 
-_WEAK = (WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX)
-
 
 def default_float():
     return float64 if config.enable_x64 else float32
@@ -168,7 +166,8 @@ def result_type(*args):
     strong = weak = None
     for x in args:
         t = lattice_type(x)
-        if t in _WEAK:
+        # identity, not `in`: a dtype compared with the weak types' strings parses them
+        if t is WEAK_FLOAT or t is WEAK_INT or t is WEAK_COMPLEX:
             weak = t if weak is None else _JOIN[weak, t]
         else:
             strong = t if strong is None else _JOIN[strong, t]
