@@ -29,7 +29,6 @@ def frexp(x):
     """(mantissa, exponent) with x = mantissa * 2**exponent, |mantissa| in [0.5, 1)
     (and x itself with exponent 0 for zeros, infinities and NaN); exponent is int32."""
     x, = _float("frexp", x)
-    info = np.finfo(x.dtype)
     regular = isfinite(x) & (x != 0)
     a = where(regular, abs(x), np.ones((), x.dtype))
     # log2 estimates the exponent to within one; the scaling by powers of two is exact,

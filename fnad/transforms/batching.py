@@ -174,8 +174,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
             x = as_value(x, "vmap argument")
             if not -x.ndim <= ax < x.ndim:
                 where = (f"leaf {i}" if i < n_positional else
-                         f"a keyword argument; keyword arguments are mapped along axis 0, "
-                         f"so pass it positionally with in_axes None to leave it unmapped")
+                         "a keyword argument; keyword arguments are mapped along axis 0, "
+                         "so pass it positionally with in_axes None to leave it unmapped")
                 raise ShapeError(f"vmap: in_axes {ax} is out of range for an argument of "
                                  f"shape {tuple(x.shape)} ({where})")
             values.append(x)
