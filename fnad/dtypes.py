@@ -73,6 +73,13 @@ _PROMOTE = {(a, b): float64 if j == WEAK_FLOAT else j
             for (a, b), j in _JOIN.items() if a in SUPPORTED and b in SUPPORTED}
 
 
+def moment_dtype(dtype):
+    """The float means and variances accumulate in: float32 for float16 (rounded once
+    at the end, as numpy and JAX do: a float16 sum overflows past 65504, so the mean of
+    1e5 ones would be inf), the dtype itself otherwise."""
+    return float32 if dtype == float16 else dtype
+
+
 def default_float():
     return float64 if config.enable_x64 else float32
 

@@ -267,6 +267,19 @@ def promote_inexact(*args):
     return out
 
 
+def unary_inexact(prim, name=None, doc=None):
+    """The library function binding a one-operand primitive that computes in floats:
+    integer and bool operands are promoted first (JAX's rule), float and complex
+    Arrays go straight to the primitive."""
+    def op(x):
+        if not (type(x) is Array or isinstance(x, Tracer)) or x.dtype.kind not in "fc":
+            x, = promote_inexact(x)
+        return prim.bind(x)
+    op.__name__ = op.__qualname__ = name or prim.name
+    op.__doc__ = doc
+    return op
+
+
 def normalize_axis(axis, ndim, name="axis"):
     if not -ndim <= axis < max(ndim, 1):
         raise ShapeError(f"{name} {axis} is out of bounds for an array of dimension {ndim}")

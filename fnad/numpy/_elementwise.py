@@ -6,6 +6,7 @@ from ..core import Tracer
 from ..errors import DTypeError
 from ..primitives import elementwise as E
 from ._core import promote, promote_pair, promote_inexact, as_operand, astype
+from ._core import unary_inexact as _unary_inexact
 from ._nonzero import nonzero
 
 
@@ -24,15 +25,6 @@ def _binary_inexact(prim):
         if x.dtype.kind not in "fc":
             x, y = promote_inexact(x, y)
         return prim.bind(x, y)
-    op.__name__ = prim.name
-    return op
-
-
-def _unary_inexact(prim):
-    def op(x):
-        if not (type(x) is Array or isinstance(x, Tracer)) or x.dtype.kind not in "fc":
-            x, = promote_inexact(x)
-        return prim.bind(x)
     op.__name__ = prim.name
     return op
 

@@ -10,16 +10,11 @@ from ._arguments import refuse_out as _no_out
 from ._core import as_operand, astype, normalize_axes, promote_inexact
 from ._elementwise import isnan, sqrt, where
 from ._complex import conj, real
-from ..dtypes import real_dtype
+from ..dtypes import moment_dtype, real_dtype
 from . import _reductions as R
 
 __all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanargmax", "nanargmin", "nanmean",
            "nanvar", "nanstd", "nancumsum", "nancumprod"]
-
-
-def _moment_dtype(dtype):
-    """float16 moments accumulate in float32 (as mean's: a float16 sum overflows)."""
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def _replaced(a, value):
@@ -94,7 +89,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
         a = astype(a, dtype)
     a, = promote_inexact(a)
     out_dtype = a.dtype
-    a = astype(a, _moment_dtype(out_dtype))
+    a = astype(a, moment_dtype(out_dtype))
     filled, nan = _replaced(a, 0)
     total = R.sum(filled, axis, keepdims=keepdims)
     return astype(total / _count(a, nan, axis, keepdims, a.dtype), out_dtype)
@@ -107,7 +102,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
         a = astype(a, dtype)
     a, = promote_inexact(a)
     out_dtype = a.dtype
-    a = astype(a, _moment_dtype(out_dtype))
+    a = astype(a, moment_dtype(out_dtype))
     filled, nan = _replaced(a, 0)
     centered = a - nanmean(a, axis, keepdims=True)
     if nan is not None:     # the NaNs of a alone: inf - inf stays NaN, as in numpy

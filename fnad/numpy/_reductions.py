@@ -85,15 +85,9 @@ def mean(a, axis=None, dtype=None, keepdims=False):
         a = astype(a, dtype)
     a, = promote_inexact(a)
     out_dtype = a.dtype
-    a = astype(a, _moment_dtype(out_dtype))
+    a = astype(a, dtypes.moment_dtype(out_dtype))
     n = _count(a.shape, normalize_axes(axis, a.ndim))
     return astype(sum(a, axis, keepdims=keepdims) / np.asarray(n, a.dtype), out_dtype)
-
-
-def _moment_dtype(dtype):
-    """float16 means and variances are computed in float32 and rounded once, as numpy
-    and JAX do: a float16 sum overflows past 65504 (the mean of 1e5 ones would be inf)."""
-    return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
 def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
@@ -102,7 +96,7 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
         a = astype(a, dtype)
     a, = promote_inexact(a)
     out_dtype = a.dtype
-    a = astype(a, _moment_dtype(out_dtype))
+    a = astype(a, dtypes.moment_dtype(out_dtype))
     centered = a - mean(a, axis, keepdims=True)
     n = _count(a.shape, normalize_axes(axis, a.ndim)) - ddof
     if centered.dtype.kind == "c":      # numpy's: the mean of |x - mean|^2, a real

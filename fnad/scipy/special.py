@@ -11,6 +11,7 @@ from ..lax import stop_gradient
 from ..primitives import special as S
 from ..primitives.elementwise import erf_p, logistic_p
 from ..numpy._core import promote_inexact
+from ..numpy._core import unary_inexact as _unary_inexact
 from ..numpy._special import i0
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -18,10 +19,7 @@ _SQRT_HALF = math.sqrt(0.5)
 
 # --------------------------------------------------------------------------- gamma family
 
-def gammaln(x):
-    """log |Gamma(x)|."""
-    x, = promote_inexact(x)
-    return S.lgamma_p.bind(x)
+gammaln = _unary_inexact(S.lgamma_p, "gammaln", doc="""log |Gamma(x)|.""")
 
 
 def gammasgn(x):
@@ -35,9 +33,7 @@ def gammasgn(x):
         x.dtype)
 
 
-def gamma(x):
-    x, = promote_inexact(x)
-    return S.gamma_p.bind(x)
+gamma = _unary_inexact(S.gamma_p, "gamma")
 
 
 def loggamma(x):
@@ -47,9 +43,7 @@ def loggamma(x):
     return fnp.where(x < 0, np.nan, gammaln(x)).astype(x.dtype)
 
 
-def digamma(x):
-    x, = promote_inexact(x)
-    return S.digamma_p.bind(x)
+digamma = _unary_inexact(S.digamma_p, "digamma")
 
 
 psi = digamma
@@ -177,31 +171,21 @@ def zeta(x, q=None):
 
 # --------------------------------------------------------------------------- error function
 
-def erf(x):
-    x, = promote_inexact(x)
-    return erf_p.bind(x)
+erf = _unary_inexact(erf_p, "erf")
 
 
-def erfc(x):
-    x, = promote_inexact(x)
-    return S.erfc_p.bind(x)
+erfc = _unary_inexact(S.erfc_p, "erfc")
 
 
-def erfinv(x):
-    x, = promote_inexact(x)
-    return S.erf_inv_p.bind(x)
+erfinv = _unary_inexact(S.erf_inv_p, "erfinv")
 
 
-def erfcx(x):
-    """exp(x^2) erfc(x), finite where erfc underflows."""
-    x, = promote_inexact(x)
-    return S.erfcx_p.bind(x)
+erfcx = _unary_inexact(S.erfcx_p, "erfcx",
+                       doc="""exp(x^2) erfc(x), finite where erfc underflows.""")
 
 
-def dawsn(x):
-    """Dawson's integral exp(-x^2) int_0^x exp(t^2) dt."""
-    x, = promote_inexact(x)
-    return S.dawsn_p.bind(x)
+dawsn = _unary_inexact(S.dawsn_p, "dawsn",
+                       doc="""Dawson's integral exp(-x^2) int_0^x exp(t^2) dt.""")
 
 
 def sici(x):
@@ -323,16 +307,12 @@ def _boxcox(log_x, lmbda):
 
 # --------------------------------------------------------------------------- exponential integrals
 
-def exp1(x):
-    """E_1(x) = int_1^inf e^(-x t) / t dt (NaN for x < 0)."""
-    x, = promote_inexact(x)
-    return S.exp1_p.bind(x)
+exp1 = _unary_inexact(S.exp1_p, "exp1",
+                      doc="""E_1(x) = int_1^inf e^(-x t) / t dt (NaN for x < 0).""")
 
 
-def expi(x):
-    """The exponential integral Ei(x) (principal value)."""
-    x, = promote_inexact(x)
-    return S.expi_p.bind(x)
+expi = _unary_inexact(S.expi_p, "expi",
+                      doc="""The exponential integral Ei(x) (principal value).""")
 
 
 def expn(n, x):
@@ -341,10 +321,8 @@ def expn(n, x):
     return S.expn_p.bind(n, x)
 
 
-def spence(x):
-    """The dilogarithm as scipy defines it: int_1^x log t / (1 - t) dt (x >= 0)."""
-    x, = promote_inexact(x)
-    return S.spence_p.bind(x)
+spence = _unary_inexact(S.spence_p, "spence", doc="""The dilogarithm as scipy defines it:
+int_1^x log t / (1 - t) dt (x >= 0).""")
 
 
 def bernoulli(n):
@@ -361,14 +339,10 @@ def bernoulli(n):
 
 # --------------------------------------------------------------------------- Bessel
 
-def i0e(x):
-    x, = promote_inexact(x)
-    return S.bessel_i0e_p.bind(x)
+i0e = _unary_inexact(S.bessel_i0e_p, "i0e")
 
 
-def i1e(x):
-    x, = promote_inexact(x)
-    return S.bessel_i1e_p.bind(x)
+i1e = _unary_inexact(S.bessel_i1e_p, "i1e")
 
 
 def i1(x):
@@ -407,9 +381,7 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     return (out, sign) if return_sign else out
 
 
-def expit(x):
-    x, = promote_inexact(x)
-    return logistic_p.bind(x)
+expit = _unary_inexact(logistic_p, "expit")
 
 
 def logit(x):
