@@ -111,3 +111,9 @@ def test_against_jax():
             for f in ["reduce_and", "reduce_or", "reduce_xor"]:
                 same(getattr(L, f)(m, (1,)), getattr(JL, f)(m, (1,)))
                 same(getattr(L, f)(m, (0, 1)), getattr(JL, f)(m, (0, 1)))
+
+
+def test_cumlogsumexp_float16_rounds_once():
+    # float16 runs in float32: each entry is the float64 answer rounded once
+    h = np.ones(5, np.float16)
+    same(L.cumlogsumexp(h), np.logaddexp.accumulate(h.astype(np.float64)).astype(np.float16))

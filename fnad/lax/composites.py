@@ -4,6 +4,7 @@ the width, top_k, cumlogsumexp. Like the rest of fnad.lax, they do not promote d
 import numpy as np
 
 from ..abstract import broadcast_shapes as _broadcast_shapes
+from ..dtypes import moment_dtype
 from ..errors import DTypeError, ShapeError
 from ..primitives import shape as S
 from ..primitives.structural import broadcast_in_dim
@@ -180,14 +181,16 @@ def cumlogsumexp(operand, axis=0, reverse=False):
     operand = as_operand(operand)
     if operand.dtype.kind not in "fc":
         raise DTypeError(f"cumlogsumexp needs a float operand, got {operand.dtype}")
-    moved = _shapes.moveaxis(operand, axis, 0)
+    dtype = operand.dtype
+    # float16 runs in float32 and rounds once (a float16 running sum drifts an ulp)
+    moved = convert_element_type(_shapes.moveaxis(operand, axis, 0), moment_dtype(dtype))
 
     def step(total, x):
         total = E.logaddexp(total, x)
         return total, total
     start = _creation.full(tuple(moved.shape[1:]), -np.inf, moved.dtype)
     _, out = scan(step, start, moved, reverse=reverse)
-    return _shapes.moveaxis(out, 0, axis)
+    return convert_element_type(_shapes.moveaxis(out, 0, axis), dtype)
 
 
 # --------------------------------------------------------------------------- bits
