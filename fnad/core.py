@@ -62,12 +62,22 @@ class Primitive:
             expression computing the primitive, or None; lets the loop compiler put
             it inside a compiled loop body
 
+    onnx: the ONNX lowering, used by fnad.onnx.export (see that module for the
+            calling convention); None: exporting a program that uses it raises an
+            error naming the primitive
+    precision: the mixed-precision policy fnad.amp.autocast applies to it (see
+            fnad.amp); None: it runs in the dtypes it is given
+    effect: True for primitives whose running is observable beyond their outputs
+            (host callbacks, printing, collectives): the optimizer never folds,
+            merges, reorders or removes them, nor a call whose program holds one
+
     multiple_results: impl, abstract_eval and the rules give lists, one per output.
     """
 
     def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch,
                  scalar=None, reduction=None, index_map=None, simplify=None,
-                 numba_source=None, multiple_results=False, selective_vjp=False):
+                 numba_source=None, onnx=None, precision=None, effect=False,
+                 multiple_results=False, selective_vjp=False):
         if name in PRIMITIVES:
             raise ValueError(f"primitive {name!r} is declared twice")
         self.name = name
@@ -81,6 +91,9 @@ class Primitive:
         self.index_map = index_map
         self.simplify = simplify
         self.numba_source = numba_source
+        self.onnx = onnx
+        self.precision = precision
+        self.effect = effect
         self.multiple_results = multiple_results
         self.selective_vjp = selective_vjp
         PRIMITIVES[name] = self

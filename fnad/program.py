@@ -54,12 +54,34 @@ class Equation:
         self.outputs = outputs
         self.params = params
 
+    @property
+    def has_effect(self):
+        """Whether running this equation is observable beyond its outputs: its
+        primitive is an effect (a callback, a collective), or it calls a program
+        that holds one. Such equations are never folded, merged or removed."""
+        return self.prim.effect or any(_holds_effect(v) for v in self.params.values())
+
+
+def _holds_effect(value):
+    if isinstance(value, (tuple, list)):
+        return any(_holds_effect(v) for v in value)
+    if isinstance(value, ClosedProgram):
+        value = value.program
+    return isinstance(value, Program) and value.has_effects
+
 
 class Program:
     def __init__(self, invars, eqns, outputs):
         self.invars = list(invars)
         self.eqns = list(eqns)
         self.outputs = list(outputs)
+        self._has_effects = None
+
+    @property
+    def has_effects(self):
+        if self._has_effects is None:
+            self._has_effects = any(e.has_effect for e in self.eqns)
+        return self._has_effects
 
     @property
     def in_avals(self):

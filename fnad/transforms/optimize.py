@@ -53,7 +53,8 @@ def fold_constants(closed):
 
     for e in program.eqns:
         vals = [value(a) for a in e.inputs]
-        if e.inputs and all(v is not None for v in vals) and _foldable(e):
+        if e.inputs and all(v is not None for v in vals) and _foldable(e) \
+                and not e.has_effect:
             outs = e.prim.impl(*vals, **e.params)
             outs = outs if e.prim.multiple_results else [outs]
             # A broadcast stays an index map: folding it would only inflate a constant.
@@ -168,6 +169,9 @@ def eliminate_common_subexpressions(closed):
 
     for e in program.eqns:
         inputs = [r(a) for a in e.inputs]
+        if e.has_effect:
+            eqns.append(Equation(e.prim, inputs, e.outputs, e.params))
+            continue
         try:
             key = (e.prim.name, tuple(_atom_key(a) for a in inputs),
                    tuple(sorted(e.params.items(), key=lambda kv: kv[0])))
@@ -191,7 +195,7 @@ def eliminate_dead_code(closed):
     live = {a for a in program.outputs if not isinstance(a, Literal)}
     kept = []
     for e in reversed(program.eqns):
-        if any(o in live for o in e.outputs):
+        if e.has_effect or any(o in live for o in e.outputs):
             kept.append(e)
             live.update(a for a in e.inputs if not isinstance(a, Literal))
     kept.reverse()
