@@ -7,9 +7,9 @@ The rules transform the nested Programs and stage the result:
   * jvp: the jvp of a body is a body over (primals, tangents), so a loop carries the
     tangents alongside the values. Which values carry a tangent is found by a
     dataflow pass over the body, iterated to a fixed point for loop carries.
-  * vjp: cond runs the vjp of the branch that was taken. scan runs forward once more
-    keeping the carry each iteration starts with (the residuals), then a reverse scan
-    over the staged vjp of the body. while_loop has no vjp, as in JAX: its trip count
+  * vjp: cond runs the vjp of the branch that was taken. scan's forward stacks the
+    residuals of the body's vjp, then a reverse scan runs the backward half of that
+    vjp over them (fnad.staged.residuals): two loops. while_loop has no vjp, as in JAX: its trip count
     is unknown until it runs, so there is nowhere to keep the residuals.
   * batch: the body is vmapped. A batched predicate turns cond into running every
     branch and selecting, and keeps a while loop going until every example is done,
@@ -21,18 +21,19 @@ over compiled sub-programs that any backend can fall back on.
 import numpy as np
 
 from ..backend import host_kernel
-from ..core import Primitive
+from ..core import Primitive, current_trace
 from ..abstract import ShapedArray
 from ..errors import DTypeError, ShapeError, GradientError
-from ..program import ClosedProgram, Program, Var, evaluate, per_program
-from ..primitives.elementwise import select_p, eq_p, gt_p, clamp_p, convert_element_type_p, add_p
+from ..program import Program, Var, per_program
+from ..primitives.elementwise import select_p, eq_p, gt_p, clamp_p, convert_element_type_p
 from ..primitives.reduce import reduce_max_p
 from ..primitives.shape import broadcast_in_dim
 from ..primitives._rules import batch_size, zeros
 from ..primitives.structural import broadcast_batch_where, move_batch_axes, move_batch_axis
-from ..transforms.custom import pullback_floats
-from ..transforms.optimize import optimize
+from ..transforms.custom import CustomRules
+from ..transforms.vjp import VJPTrace
 from .programs import batched_program, dependent, jvp_program, vjp_program, vmapped
+from .residuals import split_vjp
 from .staging import stage
 
 
@@ -395,58 +396,87 @@ def _scan_jvp(primals, tangents, body, num_consts, num_carry, length, reverse):
 
 
 def _scan_vjp(cts, outs, *args, body, num_consts, num_carry, length, reverse):
-    nC, nc = num_consts, num_carry
-    consts, init, xs = _split(args, nC, nc)
-    c_float, carry_float, x_float = ([_is_float(x) for x in part] for part in (consts, init, xs))
-    if not any(c_float + carry_float + x_float):
+    """The vjp slot, for a scan whose forward ran without keeping residuals: run it
+    forward again keeping them, then the reverse scan. A scan bound under reverse
+    mode does not come here (see ScanPrimitive.bind): its forward keeps them."""
+    wanted = tuple(_is_float(a) for a in args)
+    if not any(wanted):
         return [None] * len(args)
-    # Forward again, keeping the carry each iteration starts with: the residuals.
-    carries = scan_p.bind(*consts, *init, *xs, body=_residual_body(body, nC, nc),
-                          num_consts=nC, num_carry=nc, length=length, reverse=reverse)[nc:]
-    # Backward: a reverse scan over the body's vjp, carrying the carry's cotangent
-    # and accumulating the constants'.
-    ct_out = [_zeros_like(o) if c is None else c for c, o in zip(cts, outs)]
-    ct_carry = [c for c, f in zip(ct_out[:nc], carry_float) if f]
-    ct_ys = [c for c in ct_out[nc:] if _is_float(c)]
-    acc = [_zeros_like(c) for c, f in zip(consts, c_float) if f]
-    bwd = _scan_vjp_body(body, nC, nc)
-    result = scan_p.bind(*bwd.consts, *consts, *ct_carry, *acc, *xs, *carries, *ct_ys,
-                         body=bwd.program, num_consts=len(bwd.consts) + nC,
-                         num_carry=len(ct_carry) + len(acc), length=length,
-                         reverse=not reverse)
+    params = dict(body=body, num_consts=num_consts, num_carry=num_carry, length=length,
+                  reverse=reverse)
+    _, residuals = _scan_forward(args, wanted, params)
+    return _scan_backward(residuals, cts, wanted, params)
+
+
+def _scan_forward(args, wanted, params):
+    """The forward scan that also stacks each step's residuals (fnad.staged.residuals):
+    (the scan's outputs, the residuals _scan_backward takes)."""
+    body, nC, nc = params["body"], params["num_consts"], params["num_carry"]
+    split = split_vjp(body, nC, nc, wanted)
+    outs = scan_p.bind(*split.fwd.consts, *args, body=split.fwd.program,
+                       num_consts=len(split.fwd.consts) + nC, num_carry=nc,
+                       length=params["length"], reverse=params["reverse"])
+    n_out = len(body.outputs)
+    consts, _, xs = _split(args, nC, nc)
+    return outs[:n_out], consts + xs + outs[n_out:]
+
+
+def _scan_backward(residuals, cts, wanted, params):
+    """One cotangent per scan operand (None where not wanted): a reverse scan over the
+    backward half of the body's vjp, carrying the carry's cotangent and accumulating
+    the constants'."""
+    body, nC, nc = params["body"], params["num_consts"], params["num_carry"]
+    split = split_vjp(body, nC, nc, wanted)
+    n_x = len(body.invars) - nC - nc
+    consts, xs, stacked = _split(residuals, nC, n_x)
+    out_avals = body.out_avals
+    ct_out = [_zeros(a) if c is None else c for c, a in zip(cts, out_avals)]
+    ct_carry = [ct_out[i - nC] for i in split.ct_carry_at]
+    ct_ys = [c for c, a in zip(ct_out[nc:], out_avals[nc:]) if _is_float(a)]
+    acc = [_zeros(body.invars[i].aval) for i in split.ct_const_at]
+    result = scan_p.bind(*split.bwd.consts, *consts, *ct_carry, *acc, *xs, *stacked, *ct_ys,
+                         body=split.bwd.program, num_consts=len(split.bwd.consts) + nC,
+                         num_carry=len(ct_carry) + len(acc), length=params["length"],
+                         reverse=not params["reverse"])
     ct_init, ct_consts, ct_xs = _split(result, len(ct_carry), len(acc))
-    return (_masked(ct_consts, c_float) + _masked(ct_init, carry_float)
-            + _masked(ct_xs, x_float))
+    found = dict(zip(split.ct_carry_at + split.ct_const_at + split.ct_x_at,
+                     ct_init + ct_consts + ct_xs))
+    return [found.get(i) for i in range(len(body.invars))]
 
 
-@per_program
-def _residual_body(body, num_consts, num_carry):
-    """The body, emitting the carry it was given instead of its ys."""
-    carry_in = body.invars[num_consts:num_consts + num_carry]
-    program = Program(body.invars, body.eqns, body.outputs[:num_carry] + carry_in)
-    return optimize(ClosedProgram(program, [])).program
+def _two_pass_rules(params, wanted):
+    """Reverse mode for one scan as a forward that keeps residuals and a backward that
+    reads them (the tape's custom-rule step)."""
+    def fwd(primals):
+        return _scan_forward(primals, wanted, params)
+
+    def bwd(residuals, cts):
+        return _scan_backward(residuals, cts, wanted, params)
+
+    def fun(primals):
+        return Primitive.bind(scan_p, *primals, **params)
+
+    def jvp(primals, tangents):
+        return _scan_jvp(primals, tangents, **params)
+    return CustomRules(fun, jvp, fwd, bwd)
 
 
-@per_program
-def _scan_vjp_body(body, num_consts, num_carry):
-    """(consts | ct_carry, ct_consts_sum | xs, carries, ct_ys) ->
-    (ct_carry_in, ct_consts_sum + ct_consts | ct_xs), over float values only."""
-    avals, out_avals = body.in_avals, body.out_avals
-    nC, nc = num_consts, num_carry
-    const_avals, carry_avals, x_avals = _split(avals, nC, nc)
-    floats = lambda seq: [a for a in seq if a.dtype.kind in "fc"]  # noqa: E731
-    n_ct_c, n_acc, nx = len(floats(carry_avals)), len(floats(const_avals)), len(x_avals)
+class ScanPrimitive(Primitive):
+    """scan_p. Under reverse mode, binding it records a two-pass step: the forward
+    scan stacks the residuals the backward scan reads, as JAX does, instead of the
+    tape calling the vjp slot afterwards, which would have to run the scan forward
+    once more to rebuild them."""
 
-    def fun(*args):
-        consts, ct_c, acc, xs, carry, ct_ys = _split(args, nC, n_ct_c, n_acc, nx, nc)
-        given = iter(ct_c + ct_ys)
-        cts = [next(given) if a.dtype.kind in "fc" else _zeros(a) for a in out_avals]
-        in_cts = pullback_floats(lambda v: evaluate(body, v), consts + carry + xs, cts)
-        ct_consts, ct_carry, ct_xs = (
-            [c for c in part if c is not None] for part in _split(in_cts, nC, nc))
-        return ct_carry + [add_p.bind(a, c) for a, c in zip(acc, ct_consts)] + ct_xs
-    return stage(fun, const_avals + floats(carry_avals) + floats(const_avals) + x_avals
-                  + carry_avals + floats(out_avals[nc:]))
+    def bind(self, *args, **params):
+        trace = current_trace()
+        if isinstance(trace, VJPTrace):
+            _, parents, tracked = trace.split(args)
+            if tracked:
+                wanted = tuple(p is not None and _is_float(a)
+                               for p, a in zip(parents, args))
+                if any(wanted):
+                    return trace.process_custom(_two_pass_rules(params, wanted), args)
+        return Primitive.bind(self, *args, **params)
 
 
 def _scan_batch(args, dims, body, num_consts, num_carry, length, reverse):
@@ -467,5 +497,5 @@ def _scan_batch(args, dims, body, num_consts, num_carry, length, reverse):
     return outs, [0 if b else None for b in carry_b] + [1 if b else None for b in ys_b]
 
 
-scan_p = Primitive("scan", abstract_eval=_scan_abstract_eval, impl=host_kernel("scan"),
+scan_p = ScanPrimitive("scan", abstract_eval=_scan_abstract_eval, impl=host_kernel("scan"),
                    jvp=_scan_jvp, vjp=_scan_vjp, batch=_scan_batch, multiple_results=True)
