@@ -53,3 +53,6 @@ _attach()
 
 from . import _interop  # noqa: E402
 _interop.register(globals(), vars(linalg), vars(fft))
+
+from ._docstrings import document as _document  # noqa: E402
+_document(globals())

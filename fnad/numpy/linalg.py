@@ -94,11 +94,16 @@ def solve(a, b):
 
 
 def inv(a):
+    """The inverse of each square matrix in a stack (..., n, n), as numpy.linalg.inv.
+
+    Computed as solve(a, I), so its derivatives are solve's.
+    """
     a, = _as_matrices("inv", a)
     return L.inv(_square("inv", a))
 
 
 def det(a):
+    """The determinant of each square matrix in a stack (..., n, n), as numpy.linalg.det."""
     a, = _as_matrices("det", a)
     return L.det(_square("det", a))
 
@@ -288,6 +293,11 @@ def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803 (numpy's name)
 
 
 def eigvalsh(a, UPLO="L", symmetrize_input=True):  # noqa: N803
+    """The eigenvalues, ascending, of each Hermitian matrix in a stack, as numpy.linalg.eigvalsh.
+
+    `symmetrize_input` (JAX's argument) averages a with its conjugate transpose first, so
+    the derivative is that of a symmetric function of a.
+    """
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 

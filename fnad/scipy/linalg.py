@@ -390,10 +390,14 @@ def funm(A, func, disp=True):  # noqa: N803 (scipy's name)
 # --------------------------------------------------------------------------- the rest
 
 def det(a, overwrite_a=False, check_finite=True):
+    """The determinant of a square matrix, as scipy.linalg.det; `overwrite_a` and
+    `check_finite` are accepted for compatibility and have no effect (arrays are immutable)."""
     return nla.det(a)
 
 
 def inv(a, overwrite_a=False, check_finite=True):
+    """The inverse of a square matrix, as scipy.linalg.inv; `overwrite_a` and `check_finite`
+    are accepted for compatibility and have no effect."""
     return nla.inv(a)
 
 

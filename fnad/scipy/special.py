@@ -33,7 +33,7 @@ def gammasgn(x):
         x.dtype)
 
 
-gamma = _unary_inexact(S.gamma_p, "gamma")
+gamma = _unary_inexact(S.gamma_p, "gamma", doc="The gamma function (scipy.special.gamma).")
 
 
 def loggamma(x):
@@ -43,7 +43,8 @@ def loggamma(x):
     return fnp.where(x < 0, np.nan, gammaln(x)).astype(x.dtype)
 
 
-digamma = _unary_inexact(S.digamma_p, "digamma")
+digamma = _unary_inexact(S.digamma_p, "digamma", doc="""The digamma function d/dx log
+Gamma(x) (scipy.special.digamma; psi is the same function).""")
 
 
 psi = digamma
@@ -106,6 +107,8 @@ def _stirling_correction(x):
 
 
 def beta(a, b):
+    """The beta function B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b), as scipy.special.beta
+    (computed from betaln, so large arguments do not overflow in between)."""
     a, b = promote_inexact(a, b)
     sign = gammasgn(a) * gammasgn(b) * gammasgn(a + b)
     return sign * fnp.exp(betaln(a, b))
@@ -171,13 +174,15 @@ def zeta(x, q=None):
 
 # --------------------------------------------------------------------------- error function
 
-erf = _unary_inexact(erf_p, "erf")
+erf = _unary_inexact(erf_p, "erf", doc="The error function (scipy.special.erf).")
 
 
-erfc = _unary_inexact(S.erfc_p, "erfc")
+erfc = _unary_inexact(S.erfc_p, "erfc", doc="""The complementary error function 1 - erf(x),
+accurate where erf(x) is near 1 (scipy.special.erfc).""")
 
 
-erfinv = _unary_inexact(S.erf_inv_p, "erfinv")
+erfinv = _unary_inexact(S.erf_inv_p, "erfinv", doc="""The inverse error function on (-1, 1)
+(scipy.special.erfinv).""")
 
 
 erfcx = _unary_inexact(S.erfcx_p, "erfcx",
@@ -339,13 +344,16 @@ def bernoulli(n):
 
 # --------------------------------------------------------------------------- Bessel
 
-i0e = _unary_inexact(S.bessel_i0e_p, "i0e")
+i0e = _unary_inexact(S.bessel_i0e_p, "i0e", doc="""exp(-|x|) I0(x), the exponentially scaled
+modified Bessel function of order 0 (scipy.special.i0e).""")
 
 
-i1e = _unary_inexact(S.bessel_i1e_p, "i1e")
+i1e = _unary_inexact(S.bessel_i1e_p, "i1e", doc="""exp(-|x|) I1(x), the exponentially scaled
+modified Bessel function of order 1 (scipy.special.i1e).""")
 
 
 def i1(x):
+    """The modified Bessel function of the first kind of order 1, as scipy.special.i1."""
     x, = promote_inexact(x)
     return S.bessel_i1e_p.bind(x) * fnp.exp(fnp.abs(x))
 
@@ -381,15 +389,24 @@ def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=Non
     return (out, sign) if return_sign else out
 
 
-expit = _unary_inexact(logistic_p, "expit")
+expit = _unary_inexact(logistic_p, "expit", doc="""The logistic sigmoid 1 / (1 + exp(-x))
+(scipy.special.expit).""")
 
 
 def logit(x):
+    """log(x / (1 - x)), the inverse of expit, as scipy.special.logit."""
     x, = promote_inexact(x)
     return fnp.log(x) - fnp.log1p(-x)
 
 
 def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) along `axis`, as scipy.special.softmax (and JAX's).
+
+    The maximum is subtracted first, so large inputs do not overflow.
+
+    >>> fnad.scipy.special.softmax(fnp.asarray([0.0, 0.0]))
+    Array([0.5, 0.5], dtype=float32)
+    """
     x, = promote_inexact(x)
     # Shifting by the max leaves softmax unchanged and keeps exp from overflowing.
     shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))
@@ -398,6 +415,7 @@ def softmax(x, axis=-1):
 
 
 def log_softmax(x, axis=-1):
+    """x - logsumexp(x) along `axis`, as scipy.special.log_softmax, without overflow."""
     x, = promote_inexact(x)
     shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))
     return shifted - fnp.log(fnp.sum(fnp.exp(shifted), axis=axis, keepdims=True))

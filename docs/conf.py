@@ -1,0 +1,99 @@
+"""Sphinx configuration for fnad's documentation (build: python -m fnad.docs)."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.abspath(".."))
+
+project = "fnad"
+author = "the fnad developers"
+copyright = "2026, the fnad developers"
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon",
+              "sphinx.ext.doctest", "sphinx.ext.viewcode"]
+exclude_patterns = ["_build", "*.md", "screenshots"]
+html_theme = "alabaster"
+html_title = "fnad"
+html_static_path = []
+html_theme_options = {"description": "functional autodiff and compilation on numpy + Numba",
+                      "fixed_sidebar": True, "page_width": "1100px", "sidebar_width": "240px"}
+templates_path = []
+autosummary_generate = False
+autodoc_member_order = "bysource"
+autodoc_typehints = "signature"
+autodoc_default_options = {"undoc-members": False}
+napoleon_google_docstring = True
+napoleon_numpy_docstring = False
+add_module_names = True
+nitpicky = False
+doctest_global_setup = """
+import numpy as np
+import fnad
+import fnad.numpy as fnp
+from fnad import lax, nn, optim, random
+"""
+
+# fnad's docstrings are plain text with `code` in single backticks (the style
+# shared with its error messages), so single backticks render as code, and a bare
+# `*`, `**` or `|` (x * y, **kwargs, |x|) is a character, not reST markup. Doctest
+# examples (>>>) and literal blocks (after "::") are left as written.
+default_role = "code"
+_MARKUP = re.compile(r"(``.*?``|`[^`]*`_?)")
+
+
+def _escape(line):
+    parts = _MARKUP.split(line)
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"(?<!\\)([*|])", r"\\\1", parts[i])
+    return "".join(parts)
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip())
+
+
+def _plain_text_docstring(app, what, name, obj, options, lines):
+    """Plain-text docstrings as reST: escape stray markup characters; an indented block
+    after a line ending in ':' is a literal block; a list right after a paragraph
+    starts a list (reST wants a blank line between them)."""
+    out = []
+    literal_indent = None
+    in_doctest = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        following = lines[i + 1] if i + 1 < len(lines) else ""
+        if in_doctest:
+            in_doctest = bool(stripped)
+            out.append(line)
+            continue
+        if stripped.startswith(">>>"):
+            if out and out[-1].strip():
+                out.append("")
+            in_doctest = True
+            out.append(line)
+            continue
+        if literal_indent is not None:
+            if not stripped or _indent(line) > literal_indent:
+                out.append(line)
+                continue
+            literal_indent = None
+            if out[-1].strip():
+                out.append("")
+        if stripped.startswith(("- ", "* ")) and out and out[-1].strip() and \
+                not out[-1].strip().startswith(("- ", "* ")) and \
+                _indent(out[-1]) == _indent(line):
+            out.append("")
+        if stripped.endswith(":") and not stripped.endswith("::") and following.strip() \
+                and _indent(following) > _indent(line) and not stripped.startswith(":") \
+                and not following.strip().startswith(("- ", "* ", ":")):
+            line = line + ":"
+        escaped = _escape(line)
+        out.append(escaped)
+        if stripped.endswith("::") or line.rstrip().endswith("::"):
+            literal_indent = _indent(line)
+            if following.strip():
+                out.append("")
+    lines[:] = out
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _plain_text_docstring)

@@ -1,0 +1,86 @@
+"""The small subset of Markdown the docs' own pages use (docs/*.md, the README's
+sections, notebooks' text cells), turned into reStructuredText for Sphinx: headings,
+paragraphs, lists, fenced code, inline code, bold, links, pipe tables, HTML comments.
+Written here rather than pulled in (myst-parser, pandoc) so that the docs extra stays
+sphinx + mypy and the build needs no program outside Python."""
+import re
+
+_HEADING_CHARS = "=-~^\""
+
+
+def _inline(text):
+    # Code first, so that nothing inside backticks is rewritten.
+    parts = re.split(r"(`[^`]+`)", text)
+    out = []
+    for part in parts:
+        if part.startswith("`") and part.endswith("`") and len(part) > 1:
+            out.append("``" + part[1:-1] + "``")
+            continue
+        part = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", r"\1", part)
+        part = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", _link, part)
+        part = re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"*\1*", part)
+        out.append(part)
+    text = "".join(out)
+    # reST ends inline markup only before a space or punctuation: "``x``s" needs "\ ".
+    text = re.sub(r"(``[^`]+``|\*\*[^*]+\*\*)(?=[A-Za-z0-9])", r"\1\\ ", text)
+    text = re.sub(r"(?<=[A-Za-z0-9])(``[^`]+``|\*\*[^*]+\*\*)", r"\\ \1", text)
+    return text
+
+
+def _link(match):
+    label, target = match.group(1), match.group(2)
+    if target.startswith(("http://", "https://")):
+        return f"`{label} <{target}>`__"
+    return label  # a path inside the repository: the page names it in its text
+
+
+def _table(rows):
+    cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in rows]
+    header, body = cells[0], [r for r in cells[2:]]
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    for row in [header] + body:
+        for i, cell in enumerate(row):
+            lines.append(("   * - " if i == 0 else "     - ") + (_inline(cell) or "\\ "))
+    return lines + [""]
+
+
+def markdown_to_rst(text, title_level=0):
+    """reStructuredText for `text`; `title_level` shifts the headings down (1 makes the
+    Markdown's `#` a section instead of the page title)."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S)
+    lines = text.splitlines()
+    out = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = re.match(r"^(\s*)```\s*(\w*)", line)
+        if fence:
+            indent, language = fence.group(1), fence.group(2) or "text"
+            out += [f"{indent}.. code-block:: {language}", ""]
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith("```"):
+                body = lines[i][len(indent):] if lines[i].startswith(indent) else lines[i]
+                out.append(indent + "   " + body if body.strip() else "")
+                i += 1
+            out.append("")
+            i += 1
+            continue
+        heading = re.match(r"^(#+)\s+(.*)$", line)
+        if heading:
+            level = len(heading.group(1)) - 1 + title_level
+            title = _inline(heading.group(2).strip())
+            char = _HEADING_CHARS[min(level, len(_HEADING_CHARS) - 1)]
+            out += ["", title, char * max(len(title), 3), ""]
+            i += 1
+            continue
+        if line.lstrip().startswith("|") and i + 1 < len(lines) and \
+                re.match(r"^\s*\|[\s:|-]+\|\s*$", lines[i + 1]):
+            rows = []
+            while i < len(lines) and lines[i].lstrip().startswith("|"):
+                rows.append(lines[i])
+                i += 1
+            out += [""] + _table(rows)
+            continue
+        out.append(_inline(line))
+        i += 1
+    return "\n".join(out).strip() + "\n"
