@@ -106,6 +106,8 @@ def default_backend():
 
 
 def device_count(backend_name=None):
+    """len(fnad.devices(backend_name)): every backend's devices when None, as
+    jax.device_count."""
     return len(backend.devices(backend_name))
 
 
@@ -115,14 +117,17 @@ def local_devices(process_index=None, backend_name=None):
 
 
 def local_device_count(backend_name=None):
+    """The number of devices this process can address, as jax.local_device_count."""
     return len(backend.devices(backend_name))
 
 
 def process_count():
+    """The number of processes in this run, as jax.process_count."""
     return 1
 
 
 def process_index():
+    """This process's index among process_count() processes, as jax.process_index."""
     return 0
 
 
@@ -154,10 +159,12 @@ def enable_x64(new_val=True):
 
 
 def log_compiles(enable=True):
+    """with fnad.log_compiles(): say when jit stages a function or Numba compiles a kernel."""
     return _flag("log_compiles", enable)
 
 
 def explain_cache_misses(enable=True):
+    """with fnad.explain_cache_misses(): say why jit traced a function again."""
     return _flag("explain_cache_misses", enable)
 
 

@@ -19,6 +19,8 @@ from .errors import DeletedArrayError, ImmutableArrayError
 
 
 class Device:
+    """A device arrays live on: `platform` ('cpu' or 'cuda') and `id`; list them with
+    fnad.devices() and move data with fnad.device_put."""
     __slots__ = ("platform", "id")
 
     def __init__(self, platform, id=0):
@@ -100,6 +102,19 @@ def weakly_typed(value):
 
 
 class Array(metaclass=abc.ABCMeta):
+    """fnad's immutable n-dimensional array (jax.Array's counterpart), on one device.
+
+    Made by fnad.numpy's functions (`fnp.asarray`, `fnp.zeros`, ...) and returned by
+    every fnad operation. It has numpy's attributes and operators (`shape`, `dtype`,
+    `x @ y`, `x[i]`, `x.sum()`, ...) but no in-place writes: `x.at[i].set(v)` returns
+    an updated copy, and `x[i] = v` raises ImmutableArrayError. `np.asarray(x)` shares
+    its memory on the cpu. isinstance(x, fnad.Array) also holds for the traced values a
+    transform passes to your function.
+
+    >>> x = fnp.asarray([1.0, 2.0])
+    >>> x.at[0].set(5.0)
+    Array([5., 2.], dtype=float32)
+    """
     # An abstract base class only so that fnad.core can register Tracer as a virtual
     # subclass: isinstance(x, fnad.Array) holds for traced values too, as for JAX's
     # Array. `type(x) is Array` (the eager hot path's test) is untouched by it, and so

@@ -123,7 +123,14 @@ def apply_updates(params, updates):
 # --------------------------------------------------------------------------- combinators
 
 def chain(*transforms):
-    """Apply `transforms` in order; the state is the tuple of their states."""
+    """Apply `transforms` in order; the state is the tuple of their states.
+
+    >>> opt = optim.chain(optim.clip_by_global_norm(1.0), optim.sgd(0.5))
+    >>> params = {"w": fnp.asarray([1.0, -2.0])}
+    >>> updates, state = opt.update({"w": fnp.asarray([2.0, -4.0])}, opt.init(params))
+    >>> updates["w"]        # the gradient clipped to norm 1, times -0.5
+    Array([-0.2236068,  0.4472136], dtype=float32)
+    """
     def init(params):
         return tuple(t.init(params) for t in transforms)
 
@@ -304,13 +311,37 @@ def sgd(learning_rate, momentum=None, nesterov=False):
 
 
 def adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0):
+    """Adam (Kingma & Ba, 2015): scale_by_adam, then the learning rate (a number or a schedule).
+
+    Returns a GradientTransformation; the update is -learning_rate * m_hat / (sqrt(v_hat +
+    eps_root) + eps), as optax.adam.
+
+    >>> params = {"w": fnp.asarray([1.0, -2.0])}
+    >>> opt = optim.adam(0.1)
+    >>> state = opt.init(params)
+    >>> grads = fnad.grad(lambda p: fnp.sum(p["w"] ** 2))(params)
+    >>> updates, state = opt.update(grads, state, params)
+    >>> optim.apply_updates(params, updates)
+    {'w': Array([ 0.9000007, -1.9000007], dtype=float32)}
+    """
     return chain(scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
 
 
 def adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, weight_decay=1e-4,
           mask=None):
     """Adam with decoupled weight decay (Loshchilov & Hutter, 2019): the decay is added
-    after Adam's scaling, then both are scaled by the learning rate."""
+    after Adam's scaling, then both are scaled by the learning rate.
+
+    `mask` (a pytree of bools like params, or a function of params giving one) limits
+    the decay to some parameters, as in optax.
+
+    >>> params = {"w": fnp.asarray([1.0, -2.0])}
+    >>> opt = optim.adamw(0.1, weight_decay=0.01)
+    >>> grads = {"w": fnp.asarray([2.0, -4.0])}
+    >>> updates, state = opt.update(grads, opt.init(params), params)
+    >>> updates["w"]
+    Array([-0.10099933,  0.10199933], dtype=float32)
+    """
     return chain(scale_by_adam(b1, b2, eps, eps_root),
                  add_decayed_weights(weight_decay, mask),
                  scale_by_learning_rate(learning_rate))
@@ -318,12 +349,16 @@ def adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, weight_decay=
 
 def rmsprop(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, centered=False,
             momentum=None, nesterov=False):
+    """RMSProp: updates divided by the root of a moving average of squared gradients (centered:
+    of their variance), then the learning rate and optional momentum (optax.rmsprop)."""
     scaling = (scale_by_stddev if centered else scale_by_rms)(decay, eps, initial_scale)
     return chain(scaling, scale_by_learning_rate(learning_rate),
                  trace(momentum, nesterov) if momentum is not None else identity())
 
 
 def adagrad(learning_rate, initial_accumulator_value=0.1, eps=1e-7):
+    """Adagrad: updates divided by the root of the running sum of squared gradients, then
+    scaled by the learning rate (optax.adagrad)."""
     return chain(scale_by_rss(initial_accumulator_value, eps),
                  scale_by_learning_rate(learning_rate))
 
@@ -336,6 +371,7 @@ def _steps(count):
 
 
 def constant_schedule(value):
+    """A schedule that is `value` at every step (a float32 scalar)."""
     return lambda count: jnp.full([], value, jnp.float32)
 
 

@@ -90,6 +90,8 @@ def key_data(keys):
 
 
 def wrap_key_data(data):
+    """`data` (uint32 words of shape (..., 2)) as keys; an identity on valid data, since fnad
+    keys are raw arrays (JAX makes typed keys)."""
     return _check_key("wrap_key_data", data)
 
 

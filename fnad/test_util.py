@@ -58,6 +58,8 @@ def _check_close(what, actual, expected, atol, rtol):
 
 
 def check_jvp(f, args, *, atol, rtol, eps, rng):
+    """Check f's forward-mode derivative: jvp(f) along random tangents must match central
+    finite differences (in float64) within atol/rtol."""
     flat, tree = tree_flatten(tuple(args))
     flat = [np.asarray(x) for x in flat]
     tangents = _random_like(rng, flat)

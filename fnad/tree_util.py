@@ -222,6 +222,18 @@ LEAF = PyTreeDef(None, None, ())
 
 
 def tree_flatten(tree, is_leaf=None):
+    """(leaves, treedef): the leaves of a pytree in order, and its structure.
+
+    Containers are tuples, lists, dicts (by sorted key), namedtuples, None (a node with no
+    children) and registered classes; anything else is a leaf. `is_leaf(x)` True stops the
+    descent at x. As jax.tree_util.tree_flatten.
+
+    >>> leaves, treedef = fnad.tree_util.tree_flatten({"a": 1, "b": (2, 3), "c": None})
+    >>> leaves
+    [1, 2, 3]
+    >>> treedef
+    {'a': *, 'b': (*, *), 'c': None}
+    """
     if is_leaf is None and type(tree) not in _registry and not isinstance(tree, (tuple, dict)):
         return [tree], LEAF     # a lone leaf: the common case of a single array
     leaves = []
@@ -239,6 +251,13 @@ def _flatten(x, leaves, is_leaf):
 
 
 def tree_unflatten(treedef, leaves):
+    """The pytree of structure `treedef` with `leaves` in place of its leaves (the inverse of
+    tree_flatten).
+
+    >>> treedef = fnad.tree_util.tree_structure((0, 0))
+    >>> fnad.tree_util.tree_unflatten(treedef, [5, 6])
+    (5, 6)
+    """
     it = iter(leaves)
     out = _unflatten(treedef, it)
     if next(it, _SENTINEL) is not _SENTINEL:
@@ -265,14 +284,25 @@ def _unflatten(treedef, it):
 
 
 def tree_leaves(tree, is_leaf=None):
+    """The leaves of a pytree, in tree_flatten's order."""
     return tree_flatten(tree, is_leaf)[0]
 
 
 def tree_structure(tree, is_leaf=None):
+    """The treedef of a pytree (tree_flatten's second result)."""
     return tree_flatten(tree, is_leaf)[1]
 
 
 def tree_map(f, tree, *rest, is_leaf=None):
+    """A pytree shaped like `tree` holding f(leaf, *matching leaves of rest).
+
+    Every tree in `rest` must have `tree`'s structure (or extend it below its leaves, as in
+    JAX); a mismatch raises TreeStructureError naming both structures.
+
+    >>> params = {"a": 1, "b": (2, 3)}
+    >>> fnad.tree_util.tree_map(lambda x, y: x + y, params, {"a": 10, "b": (20, 30)})
+    {'a': 11, 'b': (22, 33)}
+    """
     leaves, treedef = tree_flatten(tree, is_leaf)
     others = []
     for r in rest:
@@ -284,14 +314,17 @@ def tree_map(f, tree, *rest, is_leaf=None):
 
 
 def tree_all(tree, *, is_leaf=None):
+    """True if every leaf of the pytree is truthy."""
     return all(tree_leaves(tree, is_leaf))
 
 
 def tree_reduce(function, tree, *initializer, is_leaf=None):
+    """functools.reduce(function, leaves, *initializer) over the pytree's leaves."""
     return functools.reduce(function, tree_leaves(tree, is_leaf), *initializer)
 
 
 def treedef_is_leaf(treedef):
+    """True if `treedef` is the structure of a single leaf."""
     return treedef.node_type is None
 
 

@@ -23,7 +23,8 @@ OPTIONAL_MODULES = ["fnad.amp", "fnad.onnx", "fnad.debug", "fnad.distributed", "
 # importing tree_map does not make fnad.optim.tree_map part of its API.
 _PLUMBING = ("fnad.tree_util", "fnad.array", "fnad.errors", "fnad.core", "fnad.abstract",
              "fnad.program", "fnad.staged", "fnad.transforms._util", "fnad.dtypes",
-             "fnad.backend", "fnad.transforms.custom", "fnad.primitives", "fnad.numpy._core")
+             "fnad.backend", "fnad.transforms.custom", "fnad.primitives", "fnad.numpy._core",
+             "fnad.scipy.stats._util")
 # ... except where the module re-exports them on purpose, as JAX's namespace does.
 _KEEP = {
     "fnad": None,  # everything the top level binds is public

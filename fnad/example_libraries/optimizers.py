@@ -223,6 +223,8 @@ def sm3(step_size, momentum=0.9):
 # --------------------------------------------------------------------------- schedules
 
 def constant(step_size):
+    """The schedule that is `step_size` at every step, as
+    example_libraries.optimizers.constant."""
     return lambda i: step_size
 
 
@@ -262,6 +264,7 @@ def piecewise_constant(boundaries, values):
 
 
 def make_schedule(scalar_or_schedule):
+    """A schedule from a number (constant) or a schedule (returned as is)."""
     if callable(scalar_or_schedule):
         return scalar_or_schedule
     if np.ndim(scalar_or_schedule) == 0:

@@ -91,6 +91,8 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
 
 def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
          b_init=normal(1e-6)):
+    """A 2-d convolution layer on NHWC inputs with HWIO weights (GeneralConv with those
+    dimension numbers), as stax.Conv."""
     return GeneralConv(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding,
                        W_init, b_init)
 
@@ -107,12 +109,14 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
 
 def Conv1DTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
                     b_init=normal(1e-6)):
+    """A 1-d transposed convolution layer on NHC inputs, as stax.Conv1DTranspose."""
     return GeneralConvTranspose(("NHC", "HIO", "NHC"), out_chan, filter_shape, strides,
                                 padding, W_init, b_init)
 
 
 def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
                   b_init=normal(1e-6)):
+    """A 2-d transposed convolution layer on NHWC inputs, as stax.ConvTranspose."""
     return GeneralConvTranspose(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides,
                                 padding, W_init, b_init)
 
@@ -180,7 +184,7 @@ def _full_window(window_shape, strides, spec, ndim_hint=None):
     return window_shape, strides, non_spatial
 
 
-def _pooling_layer(computation, init_value, average=False):
+def _pooling_layer(computation, init_value, average=False, doc=None):
     def PoolingLayer(window_shape, strides=None, padding="VALID", spec=None):
         spatial_window = tuple(window_shape)
         spatial_strides = tuple(strides or (1,) * len(spatial_window))
@@ -205,12 +209,16 @@ def _pooling_layer(computation, init_value, average=False):
         def apply_fun(params, inputs, **kwargs):
             return pool(inputs)
         return init_fun, apply_fun
+    PoolingLayer.__doc__ = doc
     return PoolingLayer
 
 
-MaxPool = _pooling_layer("max", -math.inf)
-SumPool = _pooling_layer("add", 0.0)
-AvgPool = _pooling_layer("add", 0.0, average=True)
+_POOL_DOC = ("A layer taking the {} over windows of `window_shape`, as stax.{}: `strides` "
+             "default to 1, `spec` names the layout (default NHWC).")
+MaxPool = _pooling_layer("max", -math.inf, doc=_POOL_DOC.format("maximum", "MaxPool"))
+SumPool = _pooling_layer("add", 0.0, doc=_POOL_DOC.format("sum", "SumPool"))
+AvgPool = _pooling_layer("add", 0.0, average=True,
+                         doc=_POOL_DOC.format("average (padding not counted)", "AvgPool"))
 
 
 # --------------------------------------------------------------------------- structure

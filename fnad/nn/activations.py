@@ -13,6 +13,13 @@ from ..scipy.special import erf, expit, log_softmax, logsumexp as _logsumexp, so
 
 
 def relu(x):
+    """max(x, 0), elementwise; NaN stays NaN and the derivative at 0 is 0, as in JAX.
+
+    >>> nn.relu(fnp.asarray([-1.0, 0.0, 2.0]))
+    Array([0., 0., 2.], dtype=float32)
+    >>> fnad.grad(lambda x: nn.relu(x))(0.0)
+    Array(0., dtype=float32)
+    """
     # NaN passes through (x <= 0 is false for NaN), as in JAX and PyTorch, so a
     # diverging network shows; the derivative at 0 is 0, as in JAX.
     x = as_operand(x)
@@ -20,20 +27,24 @@ def relu(x):
 
 
 def sigmoid(x):
+    """The logistic sigmoid 1 / (1 + exp(-x)) (scipy.special.expit)."""
     return expit(x)
 
 
 def softplus(x):
+    """log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) so that it never overflows."""
     # log(1 + e^x) = max(x, 0) + log1p(e^{-|x|}): no overflow for large |x|.
     x, = promote_inexact(x)
     return fnp.maximum(x, 0) + fnp.log1p(fnp.exp(-fnp.abs(x)))
 
 
 def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x), without overflow for large |x|."""
     return -softplus(-as_operand(x))
 
 
 def silu(x):
+    """x * sigmoid(x) (also called swish)."""
     x, = promote_inexact(x)
     return x * sigmoid(x)
 
@@ -51,11 +62,21 @@ def gelu(x, approximate=True):
 
 
 def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+    """log(sum(b * exp(a))) over `axis` without overflow; the same function as
+    fnad.scipy.special.logsumexp."""
     return _logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign,
                       where=where)
 
 
 def one_hot(x, num_classes, *, dtype=None, axis=-1):
+    """The one-hot encoding of integer labels x: a new axis of size `num_classes` at `axis`.
+
+    Labels outside [0, num_classes) give all-zero rows, as in JAX.
+
+    >>> nn.one_hot(fnp.asarray([0, 2]), 3)
+    Array([[1., 0., 0.],
+           [0., 0., 1.]], dtype=float32)
+    """
     x = as_operand(x)
     dtype = dtypes.default_float() if dtype is None else dtype
     classes = fnp.arange(num_classes, dtype=x.dtype)
@@ -67,30 +88,37 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
 
 
 def hard_tanh(x):
+    """x clipped to [-1, 1]."""
     return fnp.clip(x, -1, 1)
 
 
 def relu6(x):
+    """x clipped to [0, 6]."""
     return fnp.clip(x, 0, 6)
 
 
 def leaky_relu(x, negative_slope=0.01):
+    """x where x >= 0, negative_slope * x below."""
     x, = promote_inexact(x)
     return fnp.where(x >= 0, x, negative_slope * x)
 
 
 def elu(x, alpha=1.0):
+    """x where x > 0, alpha * (exp(x) - 1) below (the exponential linear unit)."""
     x, = promote_inexact(x)
     # expm1 of a clipped argument: the unused branch of where never overflows
     return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0)))
 
 
 def celu(x, alpha=1.0):
+    """x where x > 0, alpha * (exp(x / alpha) - 1) below (the continuously differentiable ELU).
+    x where x > 0, alpha * (exp(x / alpha) - 1) below (the continuously differentiable ELU)."""
     x, = promote_inexact(x)
     return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0) / alpha))
 
 
 def selu(x):
+    """scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al. (2017)."""
     # the fixed-point constants of Klambauer et al., 2017
     alpha = 1.6732632423543772848170429916717
     scale = 1.0507009873554804934193349852946
@@ -116,10 +144,12 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
 
 
 def identity(x):
+    """x itself (as an Array)."""
     return as_operand(x)
 
 
 def tanh(x):
+    """The hyperbolic tangent (fnad.numpy.tanh)."""
     return fnp.tanh(x)
 
 
@@ -130,6 +160,7 @@ def hard_sigmoid(x):
 
 
 def hard_silu(x):
+    """x * hard_sigmoid(x) (also called hard_swish)."""
     x, = promote_inexact(x)
     return x * hard_sigmoid(x)
 
@@ -144,6 +175,7 @@ def mish(x):
 
 
 def soft_sign(x):
+    """x / (|x| + 1)."""
     x, = promote_inexact(x)
     return x / (fnp.abs(x) + 1)
 

@@ -17,10 +17,13 @@ from ..errors import ShapeError
 
 
 def zeros(key, shape, dtype=None):
+    """An initializer's result of zeros (`key` unused): zeros(key, shape, dtype), as
+    jax.nn.initializers.zeros."""
     return fnp.zeros(shape, _dtype(dtype))
 
 
 def ones(key, shape, dtype=None):
+    """Ones of `shape` (`key` unused), as jax.nn.initializers.ones."""
     return fnp.ones(shape, _dtype(dtype))
 
 
@@ -29,18 +32,26 @@ def _dtype(dtype):
 
 
 def constant(value, dtype=None):
+    """An initializer giving arrays filled with `value`."""
     def init(key, shape, dtype=dtype):
         return fnp.full(shape, value, _dtype(dtype))
     return init
 
 
 def normal(stddev=1e-2, dtype=None):
+    """An initializer drawing from a normal distribution with mean 0 and `stddev`.
+
+    >>> init = nn.initializers.normal(0.1)
+    >>> init(random.key(0), (2, 3)).shape
+    (2, 3)
+    """
     def init(key, shape, dtype=dtype):
         return random.normal(key, shape, _dtype(dtype)) * stddev
     return init
 
 
 def uniform(scale=1e-2, dtype=None):
+    """An initializer drawing uniformly from [0, scale), as JAX's."""
     def init(key, shape, dtype=dtype):
         return random.uniform(key, shape, _dtype(dtype)) * scale
     return init
@@ -103,28 +114,40 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
 
 
 def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+    """variance_scaling(1, 'fan_avg', 'uniform'): a uniform initializer with variance 1 /
+    fan_avg, as jax.nn.initializers.glorot_uniform."""
     return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
 def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+    """variance_scaling(1, 'fan_avg', 'truncated_normal'): a truncated normal initializer with
+    variance 1 / fan_avg, as jax.nn.initializers.glorot_normal."""
     return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis, out_axis,
                             batch_axis, dtype)
 
 
 def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+    """variance_scaling(2, 'fan_in', 'uniform'): a uniform initializer with variance 2 /
+    fan_in, as jax.nn.initializers.he_uniform."""
     return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
 def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+    """variance_scaling(2, 'fan_in', 'truncated_normal'): a truncated normal initializer with
+    variance 2 / fan_in, as jax.nn.initializers.he_normal."""
     return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis,
                             batch_axis, dtype)
 
 
 def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+    """variance_scaling(1, 'fan_in', 'uniform'): a uniform initializer with variance 1 /
+    fan_in, as jax.nn.initializers.lecun_uniform."""
     return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
 def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+    """variance_scaling(1, 'fan_in', 'truncated_normal'): a truncated normal initializer with
+    variance 1 / fan_in, as jax.nn.initializers.lecun_normal."""
     return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis,
                             batch_axis, dtype)
 

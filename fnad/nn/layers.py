@@ -224,10 +224,14 @@ def _pool(kind, window_shape, strides=None, padding="VALID"):
 
 
 def MaxPool(window_shape, strides=None, padding="VALID"):
+    """A layer taking the maximum over windows of `window_shape` on channels-last inputs;
+    `strides` default to the window (non-overlapping windows)."""
     return _pool("max", window_shape, strides, padding)
 
 
 def AvgPool(window_shape, strides=None, padding="VALID"):
+    """A layer averaging over windows of `window_shape` on channels-last inputs; `strides`
+    default to the window."""
     return _pool("avg", window_shape, strides, padding)
 
 

@@ -14,6 +14,11 @@ from .activations import log_softmax, one_hot, softplus
 
 
 def mse(predictions, targets):
+    """The mean of (predictions - targets) ** 2 over every element.
+
+    >>> nn.mse(fnp.asarray([1.0, 2.0]), fnp.asarray([1.0, 4.0]))
+    Array(2., dtype=float32)
+    """
     predictions, targets = promote_inexact(predictions, targets)
     return fnp.mean((predictions - targets) ** 2)
 
@@ -66,6 +71,7 @@ def binary_cross_entropy_with_logits(logits, labels):
 
 
 def huber(predictions, targets, delta=1.0):
+    """The mean Huber loss: quadratic (0.5 e**2) for errors up to `delta`, linear beyond."""
     predictions, targets = promote_inexact(predictions, targets)
     err = fnp.abs(predictions - targets)
     quadratic = fnp.minimum(err, delta)
