@@ -121,7 +121,16 @@ def _check_key(name, k):
 
 
 def split(key, num=2):
-    """`num` new keys (an int, or a shape: keys of shape (*num, 2)) from one key."""
+    """`num` new keys (an int, or a shape: keys of shape (*num, 2)) from one key.
+
+    Use each key for one draw only; split again for more. JAX's numbers, bit for bit.
+
+    >>> key, subkey = random.split(random.key(0))
+    >>> subkey
+    Array([ 928981903, 3453687069], dtype=uint32)
+    >>> random.split(key, 3).shape
+    (3, 2)
+    """
     key = _check_key("split", key)
     return random_split(key, _shape("split", num))
 
@@ -297,7 +306,12 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
 def normal(key, shape=(), dtype=None):
     """Standard normal floats: sqrt(2) * erfinv(u) for u uniform in (-1, 1), as JAX
     (inverse-CDF sampling: one uniform per value and no rejection). A complex dtype
-    gives (re + i im) / sqrt(2) from two split keys, as JAX: E|z|^2 = 1."""
+    gives (re + i im) / sqrt(2) from two split keys, as JAX: E|z|^2 = 1.
+
+    >>> key, subkey = random.split(random.key(0))
+    >>> random.normal(subkey, (3,))
+    Array([-2.4424558 , -2.0356805 ,  0.20554423], dtype=float32)
+    """
     key = _check_key("normal", key)
     if dtype is not None and np.dtype(dtype).kind == "c":
         dtype = np.dtype(dtype)
