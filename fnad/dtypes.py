@@ -7,6 +7,7 @@ unless their kind is higher (`x32 * 2.0` is float32, `int_array * 2.5` the defau
 float). Values made only from Python scalars, and the creation functions, get the
 default dtypes: float32/int32, or float64/int64 with `config.enable_x64`.
 """
+import ml_dtypes
 import numpy as np
 
 from . import config
@@ -18,16 +19,22 @@ uint8, uint16, uint32, uint64 = (np.dtype(t)
                                  for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 float16, float32, float64 = (np.dtype(t) for t in (np.float16, np.float32, np.float64))
 complex64, complex128 = np.dtype(np.complex64), np.dtype(np.complex128)
+# bfloat16 (float32's exponent, 8 significant bits) is ml_dtypes' numpy dtype, as in JAX.
+# Its numpy kind is "V", not "f": ask is_float/is_inexact/kind here, not dtype.kind.
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
 
 SUPPORTED = frozenset({bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                       float16, float32, float64, complex64, complex128})
+                       float16, bfloat16, float32, float64, complex64, complex128})
+# The floats narrower than float32: stored as 16 bits, computed in float32.
+LOW_PRECISION = (float16, bfloat16)
 
 # The weak types: the lattice's places for Python ints, floats and complex numbers (and
 # arrays made from them), which resolve to the default dtypes once no array fixes a width.
 WEAK_INT, WEAK_FLOAT, WEAK_COMPLEX = "int*", "float*", "complex*"
 
 # JAX's lattice: each type's immediate supertypes. The least upper bound of two types
-# is their promotion; there is no bfloat16 in fnad. A float meets a complex in the
+# is their promotion. The two 16-bit floats meet in float32 (neither holds the other:
+# bfloat16 has the range, float16 the precision). A float meets a complex in the
 # complex of its width (float64 with complex64 is complex128: nothing narrows).
 _LATTICE = {
     bool_: [WEAK_INT],
@@ -35,7 +42,8 @@ _LATTICE = {
     uint8: [uint16, int16], uint16: [uint32, int32], uint32: [uint64, int64],
     uint64: [WEAK_FLOAT],
     int8: [int16], int16: [int32], int32: [int64], int64: [WEAK_FLOAT],
-    WEAK_FLOAT: [float16, WEAK_COMPLEX], float16: [float32], float32: [float64, complex64],
+    WEAK_FLOAT: [float16, bfloat16, WEAK_COMPLEX], float16: [float32], bfloat16: [float32],
+    float32: [float64, complex64],
     float64: [complex128],
     WEAK_COMPLEX: [complex64], complex64: [complex128], complex128: [],
 }
@@ -74,10 +82,32 @@ _PROMOTE = {(a, b): float64 if j == WEAK_FLOAT else j
 
 
 def moment_dtype(dtype):
-    """The float means and variances accumulate in: float32 for float16 (rounded once
-    at the end, as numpy and JAX do: a float16 sum overflows past 65504, so the mean of
-    1e5 ones would be inf), the dtype itself otherwise."""
-    return float32 if dtype == float16 else dtype
+    """The float means and variances accumulate in: float32 for float16 and bfloat16
+    (rounded once at the end, as numpy and JAX do: a float16 sum overflows past 65504,
+    so the mean of 1e5 ones would be inf; a bfloat16 running sum stops growing at 256
+    ones), the dtype itself otherwise."""
+    return float32 if dtype in LOW_PRECISION else dtype
+
+
+def is_low_precision(dtype):
+    """float16 or bfloat16: a float stored in 16 bits that kernels compute in float32."""
+    return dtype == float16 or dtype == bfloat16
+
+
+def kind_of(dtype):
+    """numpy's kind character, with bfloat16 a float ("f"; numpy says "V")."""
+    dtype = np.dtype(dtype)
+    return "f" if dtype == bfloat16 else dtype.kind
+
+
+def is_float(dtype):
+    """A real floating-point dtype, bfloat16 included."""
+    return kind_of(dtype) == "f"
+
+
+def finfo(dtype):
+    """numpy's finfo, which does not know bfloat16 (ml_dtypes' finfo does)."""
+    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(dtype)
 
 
 def default_float():
@@ -89,8 +119,9 @@ def default_complex():
 
 
 def is_inexact(dtype):
-    """Floats and complex numbers: the dtypes that carry derivatives."""
-    return dtype.kind in "fc"
+    """Floats (bfloat16 included) and complex numbers: the dtypes that carry
+    derivatives."""
+    return dtype.kind in "fc" or dtype == bfloat16
 
 
 def real_dtype(dtype):
@@ -160,8 +191,8 @@ def lattice_type(x):
     if x is bool or type(x) is bool:
         return bool_
     if getattr(x, "weak_type", False):
-        kind = x.dtype.kind
-        return WEAK_FLOAT if kind == "f" else WEAK_COMPLEX if kind == "c" else WEAK_INT
+        k = kind_of(x.dtype)
+        return WEAK_FLOAT if k == "f" else WEAK_COMPLEX if k == "c" else WEAK_INT
     return check_supported(x.dtype if hasattr(x, "dtype") else x)
 
 
@@ -189,7 +220,7 @@ def to_inexact(dtype):
     """The float an integer or bool dtype computes in (true division, exp, mean):
     float32 for up to 32 bits, the default float for 64-bit integers, as in JAX.
     Complex dtypes are inexact already."""
-    if dtype.kind in "fc":
+    if is_inexact(dtype):
         return dtype
     return default_float() if dtype.itemsize == 8 else float32
 

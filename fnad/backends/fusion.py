@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 
+from ..dtypes import bfloat16
 from ..errors import ResourceError
 from ..program import Literal
 
@@ -122,9 +123,12 @@ def check_sizes(program, allocated=(), memory=None):
 
 def literal(value, half=False):
     """Source for a numpy scalar of the value's dtype. With half, a float16 value is
-    written as the float32 that kernels compute it in (see half.py)."""
+    written as the float32 that kernels compute it in (see half.py); a bfloat16 value
+    always is (no target has a bfloat16 type)."""
     value = np.asarray(value)
     dtype = value.dtype
+    if dtype == _BFLOAT16:
+        return f"np.float32({_float(float(value))})"
     v = value.item()
     if dtype.kind == "b":
         return repr(bool(v))
@@ -133,6 +137,13 @@ def literal(value, half=False):
     if dtype.kind == "c":
         return f"np.{dtype.name}(complex({_float(v.real)}, {_float(v.imag)}))"
     return f"np.{dtype.name}({int(v)})"
+
+
+def dtype_source(dtype):
+    """Source naming a dtype in generated drivers: numpy has no np.bfloat16 attribute,
+    but knows the name once ml_dtypes is imported."""
+    dtype = np.dtype(dtype)
+    return "np.dtype('bfloat16')" if dtype == _BFLOAT16 else f"np.{dtype.name}"
 
 
 def _float(v):
@@ -145,8 +156,10 @@ def _float(v):
 
 def _param(value, half=False):
     if isinstance(value, np.dtype):
-        # a conversion to float16 rounds to float16 precision, kept in a float32
-        return "half.round" if half and value == np.float16 else f"np.{value.name}"
+        # a conversion to a 16-bit float rounds to its precision, kept in a float32
+        if value == _BFLOAT16 or (half and value == _FLOAT16):
+            return f"half.{CODECS[value][2]}"
+        return f"np.{value.name}"
     return repr(value)
 
 
@@ -157,7 +170,11 @@ def accumulator_dtype(reduction, dtype):
 
 
 _FLOAT16 = np.dtype(np.float16)
+_BFLOAT16 = bfloat16
 _COMPLEX64 = np.dtype(np.complex64)
+# The 16-bit floats kernels hold as uint16 bits: half.py's (decode, encode, round).
+CODECS = {_FLOAT16: ("to_float", "to_bits", "round"),
+          _BFLOAT16: ("bfloat16_to_float", "bfloat16_to_bits", "bfloat16_round")}
 
 
 # Python allows 20 nested blocks in a function, and each dimension of a loop nest is
@@ -219,7 +236,8 @@ class KernelSource:
 
     With half (the cpu target, which has no float16), float16 arrays are passed as
     their uint16 bits (the argument positions in `half_args`) and float16 values are
-    float32 in the kernel, rounded to float16 precision where computed."""
+    float32 in the kernel, rounded to float16 precision where computed. bfloat16
+    arrays are always passed so (no target has a bfloat16 type)."""
 
     def __init__(self, group, materialize, *, keep_accumulators=False, half=False):
         self.shape, self.rank = group.shape, len(group.shape)
@@ -258,7 +276,10 @@ class KernelSource:
     # ------------------------------------------------------------------ values
 
     def _is_half(self, dtype):
-        return self.half and dtype == _FLOAT16
+        return dtype == _BFLOAT16 or (self.half and dtype == _FLOAT16)
+
+    def _codec(self, dtype, which):
+        return "half." + CODECS[np.dtype(dtype)][which]
 
     def _in_kernel(self, dtype):
         return np.dtype(np.float32) if self._is_half(dtype) else np.dtype(dtype)
@@ -283,7 +304,7 @@ class KernelSource:
             names[key] = f"x{len(names)}"
             read = f"{arg}[{', '.join(sub) if sub else '()'}]"
             if self._is_half(src.aval.dtype):
-                read = f"half.to_float({read})"
+                read = f"{self._codec(src.aval.dtype, 0)}({read})"
             line = f"{names[key]} = {read}"
             # Reads that do not depend on the loop indices happen once, up front
             # (this also keeps 0-d arrays out of Numba's parallel loop bodies).
@@ -304,7 +325,8 @@ class KernelSource:
     def _store(self, var, t):
         slot = self._add_output(var, None, var.aval.dtype)
         idx = self.nest.index
-        stored = f"half.to_bits({t})" if self._is_half(var.aval.dtype) else t
+        stored = f"{self._codec(var.aval.dtype, 1)}({t})" if self._is_half(var.aval.dtype) \
+            else t
         self.body.append(f"out{slot}[{', '.join(idx) if idx else '()'}] = {stored}")
 
     # ------------------------------------------------------------------ equations
@@ -338,7 +360,7 @@ class KernelSource:
             self.body.append(f"{acc} = " + combine.format(acc=acc, x=x))
             self.accumulators.append((acc, combine, acc_dtype))
             if self._is_half(kept):
-                final = f"half.to_bits({acc})"     # one rounding, from acc_dtype
+                final = f"{self._codec(kept, 1)}({acc})"   # one rounding, from acc_dtype
             else:
                 final = acc if kept == acc_dtype else f"np.{kept.name}({acc})"
             self.acc_final.append(f"out{slot}[()] = {final}")
@@ -361,7 +383,7 @@ class KernelSource:
             # complex64 result to its own width at each step, as numpy does.
             expr = f"np.{out.aval.dtype.name}({expr})"
         elif self._is_half(out.aval.dtype):
-            expr = f"half.round({expr})"
+            expr = f"{self._codec(out.aval.dtype, 2)}({expr})"
         self.body.append(f"{t} = {expr}")
         if out in materialize:
             self._store(out, t)

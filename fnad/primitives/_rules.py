@@ -8,6 +8,7 @@ moveaxis_to, broadcast_batch, move_batch_axes...).
 """
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..abstract import ShapedArray, check_same_dtype, broadcast_shapes
 from ..array import Array
 from ..core import Primitive
@@ -21,7 +22,7 @@ def broadcasting(name, *, out_dtype=None, kinds=None):
     """Shape rule of an n-ary elementwise primitive: one dtype, numpy broadcasting."""
     def abstract_eval(*avals, **params):
         dtype = check_same_dtype(name, avals)
-        if kinds is not None and dtype.kind not in kinds:
+        if kinds is not None and dtype_kind(dtype) not in kinds:
             raise DTypeError(f"{name} does not accept dtype {dtype} "
                              f"(operands {', '.join(map(str, avals))})")
         shape = broadcast_shapes(name, *(a.shape for a in avals))
@@ -46,7 +47,7 @@ def reduced_shape(name, kinds=None):
     one of `kinds`, if given)."""
     def abstract_eval(x, axes):
         check_axes(name, x, axes)
-        if kinds is not None and x.dtype.kind not in kinds:
+        if kinds is not None and dtype_kind(x.dtype) not in kinds:
             raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
         return ShapedArray(tuple(n for i, n in enumerate(x.shape) if i not in axes),
                            x.dtype)
@@ -127,7 +128,7 @@ def _is_scalar_literal(a, value):
     # a floating zero is an identity only with the right sign: x + (+0.0) and
     # x - (-0.0) turn -0.0 into +0.0
     literal = np.asarray(a.value)
-    return not (value == 0 and literal.dtype.kind in "fc"
+    return not (value == 0 and dtype_kind(literal.dtype) in "fc"
                 and np.signbit(np.real(literal)) != np.signbit(value))
 
 

@@ -15,6 +15,7 @@ by padding (with the strides as interior padding) and summing again.
 """
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..core import Primitive
 from ..abstract import ShapedArray, check_same_dtype
 from ..errors import ShapeError, DTypeError
@@ -29,7 +30,7 @@ from .structural import moveaxis_to, move_batch_axes
 def _conv_shape(lhs, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation,
                 feature_group_count):
     dtype = check_same_dtype("conv_general_dilated", [lhs, rhs])
-    if dtype.kind not in "iuf":
+    if dtype_kind(dtype) not in "iuf":
         raise DTypeError(f"conv_general_dilated needs numeric operands, got {lhs} and {rhs}")
     nd = lhs.ndim - 2
     groups = feature_group_count
@@ -175,7 +176,7 @@ def _window_shape(name):
             check_same_dtype(name, [x] + list(more))
             if any(m.shape != x.shape for m in more):
                 raise ShapeError(f"{name}: operands {x} and {more[0]} must have one shape")
-        if x.dtype.kind not in "iuf":
+        if dtype_kind(x.dtype) not in "iuf":
             raise DTypeError(f"{name} needs a numeric operand, got {x}")
         if not len(window_dimensions) == len(window_strides) == len(padding) == x.ndim or \
                 min(window_dimensions + window_strides, default=1) < 1:

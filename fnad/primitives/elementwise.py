@@ -17,12 +17,14 @@ import math
 
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..abstract import ShapedArray, broadcast_shapes
 from ..dtypes import real_dtype, complex_dtype
 from ..core import no_derivative
 from ..errors import DTypeError
 from ..kernels.cpu import elementwise as kernels
 from ._rules import broadcasting, add_tangents, drop_identity_operand
+from . import onnx_rules as onnx
 # convert_element_type is declared with the kit every rule uses, below every family;
 # it belongs to this family's namespace all the same.
 from .structural import (  # noqa: F401
@@ -41,13 +43,13 @@ ORDERED = "biuf"
 
 def unary_shape(name, kinds):
     def abstract_eval(x):
-        if x.dtype.kind not in kinds:
+        if dtype_kind(x.dtype) not in kinds:
             raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
         return ShapedArray(x.shape, x.dtype)
     return abstract_eval
 
 
-def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
+def unary(name, impl, deriv, scalar, *, kinds=FLOAT, onnx=None):
     """deriv(x, out) -> f'(x), or None for a piecewise-constant function."""
     def jvp(primals, tangents):
         x, = primals
@@ -62,51 +64,51 @@ def unary(name, impl, deriv, scalar, *, kinds=FLOAT):
 
     prim = elementwise_primitive(name, abstract_eval=unary_shape(name, kinds), impl=impl,
                                  jvp=jvp, vjp=no_derivative if deriv is None else vjp,
-                                 scalar=scalar)
+                                 scalar=scalar, onnx=onnx)
     return prim
 
 
-neg_p = unary("neg", np.negative, lambda x, y: -1, "(-{0})", kinds=NUMERIC)
-exp_p = unary("exp", np.exp, lambda x, y: y, "np.exp({0})", kinds=INEXACT)
-log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})", kinds=INEXACT)
+neg_p = unary("neg", np.negative, lambda x, y: -1, "(-{0})", kinds=NUMERIC, onnx=onnx.node("Neg"))
+exp_p = unary("exp", np.exp, lambda x, y: y, "np.exp({0})", kinds=INEXACT, onnx=onnx.node("Exp"))
+log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})", kinds=INEXACT, onnx=onnx.node("Log"))
 log1p_p = unary("log1p", np.log1p, lambda x, y: 1 / (1 + x), "np.log1p({0})",
-                 kinds=INEXACT)
-expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})", kinds=INEXACT)
-sqrt_p = unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, "np.sqrt({0})", kinds=INEXACT)
+                 kinds=INEXACT, onnx=onnx.log1p)
+expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})", kinds=INEXACT, onnx=onnx.expm1)
+sqrt_p = unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, "np.sqrt({0})", kinds=INEXACT, onnx=onnx.node("Sqrt"))
 rsqrt_p = unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda x, y: -0.5 * y / x,
-                "(1 / np.sqrt({0}))", kinds=INEXACT)
-sin_p = unary("sin", np.sin, lambda x, y: cos_p.bind(x), "np.sin({0})", kinds=INEXACT)
-cos_p = unary("cos", np.cos, lambda x, y: -sin_p.bind(x), "np.cos({0})", kinds=INEXACT)
-tan_p = unary("tan", np.tan, lambda x, y: 1 + y * y, "np.tan({0})", kinds=INEXACT)
-tanh_p = unary("tanh", np.tanh, lambda x, y: 1 - y * y, "np.tanh({0})", kinds=INEXACT)
+                "(1 / np.sqrt({0}))", kinds=INEXACT, onnx=onnx.rsqrt)
+sin_p = unary("sin", np.sin, lambda x, y: cos_p.bind(x), "np.sin({0})", kinds=INEXACT, onnx=onnx.node("Sin"))
+cos_p = unary("cos", np.cos, lambda x, y: -sin_p.bind(x), "np.cos({0})", kinds=INEXACT, onnx=onnx.node("Cos"))
+tan_p = unary("tan", np.tan, lambda x, y: 1 + y * y, "np.tan({0})", kinds=INEXACT, onnx=onnx.node("Tan"))
+tanh_p = unary("tanh", np.tanh, lambda x, y: 1 - y * y, "np.tanh({0})", kinds=INEXACT, onnx=onnx.node("Tanh"))
 arcsin_p = unary("arcsin", np.arcsin, lambda x, y: rsqrt_p.bind(1 - x * x),
-                 "np.arcsin({0})", kinds=INEXACT)
+                 "np.arcsin({0})", kinds=INEXACT, onnx=onnx.node("Asin"))
 arccos_p = unary("arccos", np.arccos, lambda x, y: -rsqrt_p.bind(1 - x * x),
-                 "np.arccos({0})", kinds=INEXACT)
+                 "np.arccos({0})", kinds=INEXACT, onnx=onnx.node("Acos"))
 arctan_p = unary("arctan", np.arctan, lambda x, y: 1 / (1 + x * x), "np.arctan({0})",
-                 kinds=INEXACT)
-sinh_p = unary("sinh", np.sinh, lambda x, y: cosh_p.bind(x), "np.sinh({0})", kinds=INEXACT)
-cosh_p = unary("cosh", np.cosh, lambda x, y: sinh_p.bind(x), "np.cosh({0})", kinds=INEXACT)
+                 kinds=INEXACT, onnx=onnx.node("Atan"))
+sinh_p = unary("sinh", np.sinh, lambda x, y: cosh_p.bind(x), "np.sinh({0})", kinds=INEXACT, onnx=onnx.node("Sinh"))
+cosh_p = unary("cosh", np.cosh, lambda x, y: sinh_p.bind(x), "np.cosh({0})", kinds=INEXACT, onnx=onnx.node("Cosh"))
 arcsinh_p = unary("arcsinh", np.arcsinh, lambda x, y: rsqrt_p.bind(x * x + 1),
-                  "np.arcsinh({0})", kinds=INEXACT)
+                  "np.arcsinh({0})", kinds=INEXACT, onnx=onnx.node("Asinh"))
 arctanh_p = unary("arctanh", np.arctanh, lambda x, y: 1 / (1 - x * x), "np.arctanh({0})",
-                  kinds=INEXACT)
+                  kinds=INEXACT, onnx=onnx.node("Atanh"))
 # arccosh'(x) = 1 / (sqrt(x - 1) sqrt(x + 1)): one root of x*x - 1 would pick the wrong
 # branch for complex x with a negative real part.
 arccosh_p = unary("arccosh", np.arccosh,
                   lambda x, y: 1 / (sqrt_p.bind(x - 1) * sqrt_p.bind(x + 1)),
-                  "np.arccosh({0})", kinds=INEXACT)
+                  "np.arccosh({0})", kinds=INEXACT, onnx=onnx.node("Acosh"))
 # logistic'(x) = s(1 - s); the kernel picks the branch that cannot overflow.
 logistic_p = unary("logistic", kernels.logistic, lambda x, y: y * (1 - y),
-                   "kernels.logistic_scalar({0})")
+                   "kernels.logistic_scalar({0})", onnx=onnx.node("Sigmoid"))
 # erf'(x) = 2/sqrt(pi) exp(-x^2)
 erf_p = unary("erf", kernels.erf, lambda x, y: (2 / math.sqrt(math.pi)) * exp_p.bind(-x * x),
-              "math.erf({0})")
-floor_p = unary("floor", np.floor, None, "np.floor({0})")
-ceil_p = unary("ceil", np.ceil, None, "np.ceil({0})")
+              "math.erf({0})", onnx=onnx.node("Erf"))
+floor_p = unary("floor", np.floor, None, "np.floor({0})", onnx=onnx.node("Floor"))
+ceil_p = unary("ceil", np.ceil, None, "np.ceil({0})", onnx=onnx.node("Ceil"))
 # cbrt'(x) = 1 / (3 cbrt(x)^2). Numba's np.cbrt is a power of 1/3 (several ulps off near
 # the largest floats, and cbrt(-0.0) = 0.0): the helper is numpy's to half an ulp.
-cbrt_p = unary("cbrt", kernels.cbrt, lambda x, y: 1 / (3 * y * y), "kernels.cbrt_scalar({0})")
+cbrt_p = unary("cbrt", kernels.cbrt, lambda x, y: 1 / (3 * y * y), "kernels.cbrt_scalar({0})", onnx=onnx.cbrt)
 
 
 # lax.round's rounding_method: JAX's lax.RoundingMethod values.
@@ -114,7 +116,7 @@ AWAY_FROM_ZERO, TO_NEAREST_EVEN = 0, 1
 
 
 def _round_shape(x, rounding_method):
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         raise DTypeError(f"round does not accept dtype {x.dtype} (operand {x})")
     if rounding_method not in (AWAY_FROM_ZERO, TO_NEAREST_EVEN):
         raise ValueError(f"round: rounding_method must be AWAY_FROM_ZERO (0) or "
@@ -130,15 +132,15 @@ round_p = elementwise_primitive(
                                      else kernels.round_away(x)),
     jvp=lambda primals, tangents, **params: (round_p.bind(*primals, **params), None),
     vjp=lambda g, out, x, **params: (None,),
-    scalar="kernels.round_scalar({0}, {rounding_method})")
-not_p = unary("not", np.invert, None, "(~{0})", kinds=INTEGRAL)
+    scalar="kernels.round_scalar({0}, {rounding_method})", onnx=onnx.round_)
+not_p = unary("not", np.invert, None, "(~{0})", kinds=INTEGRAL, onnx=onnx.not_)
 is_finite_p = elementwise_primitive(
     "is_finite",
     abstract_eval=lambda x: ShapedArray(x.shape, np.bool_),
     impl=np.isfinite,
     jvp=lambda primals, tangents: (is_finite_p.bind(*primals), None),
     vjp=lambda g, out, x: (None,),
-    scalar="np.isfinite({0})")
+    scalar="np.isfinite({0})", onnx=onnx.is_finite)
 
 
 def _integer_pow_deriv_jvp(primals, tangents, y):
@@ -164,12 +166,13 @@ integer_pow_p = elementwise_primitive(
     impl=lambda x, y: np.square(x) if y == 2 else np.power(x, y),
     jvp=_integer_pow_deriv_jvp,
     vjp=lambda g, out, x, y: (g * _integer_pow_deriv(x, y),),
-    scalar="({0} ** {y})")
+    scalar="({0} ** {y})", onnx=onnx.integer_pow)
 
 
 # --------------------------------------------------------------------------- binary
 
-def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None, simplify=None):
+def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None, simplify=None,
+           onnx=None):
     """dx(x, y, out), dy(x, y, out): the partial derivatives; None for no derivative."""
     def jvp(primals, tangents):
         x, y = primals
@@ -197,11 +200,11 @@ def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None, simplif
 
     prim = elementwise_primitive(
         name, abstract_eval=broadcasting(name, kinds=kinds, out_dtype=out_dtype), impl=impl,
-        jvp=jvp, vjp=vjp, scalar=scalar, simplify=simplify, selective_vjp=True)
+        jvp=jvp, vjp=vjp, scalar=scalar, simplify=simplify, selective_vjp=True, onnx=onnx)
     return prim
 
 
-def _linear_binary(name, impl, sign_y, scalar, simplify):
+def _linear_binary(name, impl, sign_y, scalar, simplify, onnx=None):
     """add and sub: derivatives are the identity, so skip the multiplications."""
     def jvp(primals, tangents):
         x, y = primals
@@ -217,39 +220,39 @@ def _linear_binary(name, impl, sign_y, scalar, simplify):
 
     prim = elementwise_primitive(
         name, abstract_eval=broadcasting(name, kinds=NUMERIC), impl=impl, jvp=jvp, vjp=vjp,
-        scalar=scalar, simplify=simplify, selective_vjp=True)
+        scalar=scalar, simplify=simplify, selective_vjp=True, onnx=onnx)
     return prim
 
 
 # The algebra the jit optimizer removes: adding zero, multiplying or dividing by one.
 # Adding -0.0 (not +0.0) is the identity on floats: -0.0 + 0.0 is +0.0.
 add_p = _linear_binary("add", np.add, +1, "({0} + {1})",
-                       simplify=drop_identity_operand(-0.0, (0, 1)))
+                       simplify=drop_identity_operand(-0.0, (0, 1)), onnx=onnx.node("Add"))
 sub_p = _linear_binary("sub", np.subtract, -1, "({0} - {1})",
-                       simplify=drop_identity_operand(0, (1,)))
+                       simplify=drop_identity_operand(0, (1,)), onnx=onnx.node("Sub"))
 mul_p = binary("mul", np.multiply, lambda x, y, o: y, lambda x, y, o: x, "({0} * {1})",
-               simplify=drop_identity_operand(1, (0, 1)))
+               simplify=drop_identity_operand(1, (0, 1)), onnx=onnx.node("Mul"))
 div_p = binary("div", np.divide, lambda x, y, o: 1 / y, lambda x, y, o: -o / y,
-               "({0} / {1})", kinds=INEXACT, simplify=drop_identity_operand(1, (1,)))
+               "({0} / {1})", kinds=INEXACT, simplify=drop_identity_operand(1, (1,)), onnx=onnx.node("Div"))
 # d/dy x^y = log(x) x^y, taken as 0 where x = 0 (the limit along y > 0).
 pow_p = binary("pow", np.power,
                lambda x, y, o: y * pow_p.bind(x, y - 1),
                lambda x, y, o: select_p.bind(x == 0, 0 * o, o * log_p.bind(
                    select_p.bind(x == 0, 1 + 0 * x, x))),
-               "({0} ** {1})", kinds=INEXACT)
+               "({0} ** {1})", kinds=INEXACT, onnx=onnx.node("Pow"))
 # Integer arithmetic that numpy and JAX keep exact (no derivative: integers are
 # constants to differentiation). integer_power is x ** y, wrapping around like numpy's;
 # a negative exponent gives the real power truncated toward zero (numpy raises, and so
 # does fnad.numpy.power for a concrete one; this is what JAX gives under jit).
 # integer_div is lax.div: C's division, toward zero, x / 0 all bits set, as XLA.
 integer_power_p = binary("integer_power", kernels.integer_power, None, None,
-                         "kernels.integer_power_scalar({0}, {1})", kinds="iu")
+                         "kernels.integer_power_scalar({0}, {1})", kinds="iu", onnx=onnx.node("Pow"))
 integer_div_p = binary("integer_div", kernels.truncate_divide, None, None,
-                       "kernels.truncate_divide_scalar({0}, {1})", kinds="iu")
+                       "kernels.truncate_divide_scalar({0}, {1})", kinds="iu", onnx=onnx.node("Div"))
 # hypot'(x, y) = (x, y) / hypot: the library's hypot never overflows in x*x + y*y, and
 # hypot(inf, nan) is inf, as numpy's.
 hypot_p = binary("hypot", np.hypot, lambda x, y, o: x / o, lambda x, y, o: y / o,
-                 "math.hypot({0}, {1})", kinds=FLOAT)
+                 "math.hypot({0}, {1})", kinds=FLOAT, onnx=onnx.hypot)
 def _real_only(impl):
     """A kernel numpy would also run on complex numbers (in lexicographic order): the
     fused kernels order real numbers only, so every mode refuses complex ones."""
@@ -264,11 +267,11 @@ def _real_only(impl):
 max_p = binary("max", _real_only(np.maximum),
                lambda x, y, o: _indicator(x > y, o) + 0.5 * _indicator(x == y, o),
                lambda x, y, o: _indicator(x < y, o) + 0.5 * _indicator(x == y, o),
-               "kernels.maximum_scalar({0}, {1})", kinds=ORDERED)
+               "kernels.maximum_scalar({0}, {1})", kinds=ORDERED, onnx=onnx.maximum)
 min_p = binary("min", _real_only(np.minimum),
                lambda x, y, o: _indicator(x < y, o) + 0.5 * _indicator(x == y, o),
                lambda x, y, o: _indicator(x > y, o) + 0.5 * _indicator(x == y, o),
-               "kernels.minimum_scalar({0}, {1})", kinds=ORDERED)
+               "kernels.minimum_scalar({0}, {1})", kinds=ORDERED, onnx=onnx.minimum)
 
 
 def _indicator(mask, like):
@@ -281,7 +284,7 @@ atan2_p = binary("atan2", np.arctan2,
                  "np.arctan2({0}, {1})", kinds=FLOAT)
 # C's fmod: the result has the sign of x; x = trunc(x / y) * y + rem.
 rem_p = binary("rem", np.fmod, lambda x, y, o: 1 + 0 * o, lambda x, y, o: -_trunc(x / y),
-               "kernels.fmod_scalar({0}, {1})", kinds=ORDERED)
+               "kernels.fmod_scalar({0}, {1})", kinds=ORDERED, onnx=onnx.rem)
 # numpy's floor_divide and remainder (Python's // and %): x = floor_divide * y +
 # remainder, the remainder taking the sign of y. Integers stay in integer arithmetic
 # in every width; a zero divisor gives 0 for integers and inf/nan for floats, and
@@ -290,29 +293,29 @@ rem_p = binary("rem", np.fmod, lambda x, y, o: 1 + 0 * o, lambda x, y, o: -_trun
 # Numba's % (cpu and cuda) already is numpy's remainder, zero divisors included; its //
 # is too but for iinfo(int64).min // -1, which the helper handles.
 floor_divide_p = binary("floor_divide", np.floor_divide, None, None,
-                        "kernels.floor_divide_scalar({0}, {1})", kinds="iuf")
+                        "kernels.floor_divide_scalar({0}, {1})", kinds="iuf", onnx=onnx.floor_divide)
 remainder_p = binary("remainder", np.remainder, lambda x, y, o: 1 + 0 * o,
-                     lambda x, y, o: -floor_divide_p.bind(x, y), "({0} % {1})", kinds="iuf")
+                     lambda x, y, o: -floor_divide_p.bind(x, y), "({0} % {1})", kinds="iuf", onnx=onnx.remainder)
 
 
 def _trunc(x):
     return select_p.bind(x < 0, ceil_p.bind(x), floor_p.bind(x))
 
 
-def _comparison(name, impl, op, kinds=ORDERED):
+def _comparison(name, impl, op, kinds=ORDERED, onnx=None):
     return binary(name, impl, None, None, f"({{0}} {op} {{1}})", kinds=kinds,
-                  out_dtype=np.dtype(np.bool_))
+                  out_dtype=np.dtype(np.bool_), onnx=onnx)
 
 
-eq_p = _comparison("eq", np.equal, "==", kinds=NUMERIC)
-ne_p = _comparison("ne", np.not_equal, "!=", kinds=NUMERIC)
-lt_p = _comparison("lt", _real_only(np.less), "<")
-le_p = _comparison("le", _real_only(np.less_equal), "<=")
-gt_p = _comparison("gt", _real_only(np.greater), ">")
-ge_p = _comparison("ge", _real_only(np.greater_equal), ">=")
-and_p = binary("and", np.bitwise_and, None, None, "({0} & {1})", kinds=INTEGRAL)
-or_p = binary("or", np.bitwise_or, None, None, "({0} | {1})", kinds=INTEGRAL)
-xor_p = binary("xor", np.bitwise_xor, None, None, "({0} ^ {1})", kinds=INTEGRAL)
+eq_p = _comparison("eq", np.equal, "==", kinds=NUMERIC, onnx=onnx.node("Equal"))
+ne_p = _comparison("ne", np.not_equal, "!=", kinds=NUMERIC, onnx=onnx.ne)
+lt_p = _comparison("lt", _real_only(np.less), "<", onnx=onnx.node("Less"))
+le_p = _comparison("le", _real_only(np.less_equal), "<=", onnx=onnx.node("LessOrEqual"))
+gt_p = _comparison("gt", _real_only(np.greater), ">", onnx=onnx.node("Greater"))
+ge_p = _comparison("ge", _real_only(np.greater_equal), ">=", onnx=onnx.node("GreaterOrEqual"))
+and_p = binary("and", np.bitwise_and, None, None, "({0} & {1})", kinds=INTEGRAL, onnx=onnx.and_)
+or_p = binary("or", np.bitwise_or, None, None, "({0} | {1})", kinds=INTEGRAL, onnx=onnx.or_)
+xor_p = binary("xor", np.bitwise_xor, None, None, "({0} ^ {1})", kinds=INTEGRAL, onnx=onnx.xor)
 
 
 # --------------------------------------------------------------------------- select, clamp
@@ -320,7 +323,7 @@ xor_p = binary("xor", np.bitwise_xor, None, None, "({0} ^ {1})", kinds=INTEGRAL)
 def _select_shape(pred, on_true, on_false):
     if pred.dtype != np.bool_:
         raise DTypeError(f"select needs a boolean predicate, got {pred}")
-    out = broadcasting("select")(on_true, on_false)
+    out = broadcasting("select", onnx=onnx.select)(on_true, on_false)
     return ShapedArray(broadcast_shapes("select", pred.shape, out.shape), out.dtype)
 
 
@@ -373,11 +376,11 @@ clamp_p = elementwise_primitive(
     "clamp", abstract_eval=broadcasting("clamp", kinds=ORDERED),
     impl=_real_only(lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi)), jvp=_clamp_jvp,
     vjp=_clamp_vjp,
-    scalar="kernels.minimum_scalar(kernels.maximum_scalar({1}, {0}), {2})")
+    scalar="kernels.minimum_scalar(kernels.maximum_scalar({1}, {0}), {2})", onnx=onnx.clamp)
 
 
 # The identity with no derivative: differentiation treats the value as a constant.
-stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds=NUMERIC)
+stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds=NUMERIC, onnx=onnx.node("Identity"))
 
 
 # --------------------------------------------------------------------------- complex numbers
@@ -387,7 +390,7 @@ stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds=NUMERIC
 
 def _complex_only(name, to_real):
     def abstract_eval(x):
-        if x.dtype.kind != "c":
+        if dtype_kind(x.dtype) != "c":
             raise DTypeError(f"{name} needs a complex operand, got {x}")
         return ShapedArray(x.shape, real_dtype(x.dtype) if to_real else x.dtype)
     return abstract_eval
@@ -450,14 +453,14 @@ complex_p = elementwise_primitive(
 # |x|: real for complex x. d|z| = Re(conj(z) t) / |z|, so the cotangent is g conj(z)/|z|;
 # both are taken as 0 at z = 0, as JAX does (the real case: sign(x), also 0 at 0).
 def _abs_shape(x):
-    if x.dtype.kind not in NUMERIC:
+    if dtype_kind(x.dtype) not in NUMERIC:
         raise DTypeError(f"abs does not accept dtype {x.dtype} (operand {x})")
     return ShapedArray(x.shape, real_dtype(x.dtype))
 
 
 def _unit(x, out):
     """x / |x| (0 at 0): sign(x), or the complex phase."""
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         return sign_p.bind(x)
     zero = out == 0
     safe = select_p.bind(zero, np.ones((), out.dtype), out)
@@ -472,7 +475,7 @@ def _sign_jvp(primals, tangents):
     x, = primals
     t, = tangents
     out = sign_p.bind(x)
-    if x.dtype.kind != "c" or t is None:
+    if dtype_kind(x.dtype) != "c" or t is None:
         return out, None
     r = abs_p.bind(x)
     along = _embed(real_p.bind(conj_p.bind(out) * t), x)
@@ -480,7 +483,7 @@ def _sign_jvp(primals, tangents):
 
 
 def _sign_vjp(g, out, x):
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         return (None,)
     r = abs_p.bind(x)
     along = _embed(real_p.bind(g * out), x)
@@ -495,33 +498,33 @@ def _reciprocal_or_zero(r):
 
 sign_p = elementwise_primitive(
     "sign", abstract_eval=unary_shape("sign", NUMERIC), impl=np.sign, jvp=_sign_jvp,
-    vjp=_sign_vjp, scalar="kernels.sign_scalar({0})")
+    vjp=_sign_vjp, scalar="kernels.sign_scalar({0})", onnx=onnx.sign)
 
 
 def _abs_jvp(primals, tangents):
     x, = primals
     t, = tangents
     out = abs_p.bind(x)
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         return out, t * sign_p.bind(x)
     return out, real_p.bind(conj_p.bind(_unit(x, out)) * t)
 
 
 def _abs_vjp(g, out, x):
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         return (g * sign_p.bind(x),)
     return (_embed(g, x) * conj_p.bind(_unit(x, out)),)
 
 
 abs_p = elementwise_primitive("abs", abstract_eval=_abs_shape, impl=np.abs, jvp=_abs_jvp,
-                              vjp=_abs_vjp, scalar="np.abs({0})")
+                              vjp=_abs_vjp, scalar="np.abs({0})", onnx=onnx.node("Abs"))
 
 
 def convert(x, new_dtype):
     """x in new_dtype, by numpy's rules for complex x: to bool it is x != 0, to another
     real dtype its real part (taken with real, whose transpose embeds the cotangent)."""
     new_dtype = np.dtype(new_dtype)
-    if x.dtype.kind == "c" and new_dtype.kind != "c":
+    if dtype_kind(x.dtype) == "c" and new_dtype.kind != "c":
         if new_dtype.kind == "b":
             return ne_p.bind(x, np.zeros((), x.dtype))
         x = real_p.bind(x)

@@ -30,6 +30,7 @@ import math
 
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..array import Array
 from ..core import Primitive
 from ..abstract import ShapedArray
@@ -86,7 +87,7 @@ def _with_batch_coordinate(indices):
 
 def _split_indices(name, operand, indices):
     """(batch shape, k) of an index array, checked against the operand."""
-    if indices.dtype.kind not in "iu":
+    if dtype_kind(indices.dtype) not in "iu":
         raise DTypeError(f"{name}: indices must be integers, got {indices.dtype} "
                          f"{tuple(indices.shape)}")
     if len(indices.shape) < 1 or indices.shape[-1] > len(operand.shape):
@@ -104,7 +105,7 @@ def _gather_shape(operand, indices, mode):
 def _scatter_shape(name, kinds):
     def abstract_eval(operand, indices, updates, mode, unique_indices):
         batch, k = _split_indices(name, operand, indices)
-        if operand.dtype != updates.dtype or operand.dtype.kind not in kinds:
+        if operand.dtype != updates.dtype or dtype_kind(operand.dtype) not in kinds:
             raise DTypeError(f"{name} needs operand and updates of one dtype among kinds "
                              f"{kinds!r}, got {operand.dtype} and {updates.dtype}")
         expected = batch + tuple(operand.shape[k:])
@@ -360,7 +361,7 @@ scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p = SCATTERS
 
 def _check_starts(name, operand, starts, sizes):
     if len(starts) != len(operand.shape) or any(
-            s.shape != () or s.dtype.kind not in "iu" for s in starts):
+            s.shape != () or dtype_kind(s.dtype) not in "iu" for s in starts):
         raise ShapeError(f"{name}: needs one scalar integer start per axis of the operand "
                          f"{tuple(operand.shape)}, got "
                          f"{[f'{s.dtype}{list(s.shape)}' for s in starts]}")

@@ -3,6 +3,7 @@ along one axis (cumsum, cumprod, cummax, cummin). reduce_sum, which every family
 cotangents use, is declared in structural.py and imported here."""
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..abstract import ShapedArray
 from ..core import Primitive
 from ..errors import ShapeError, DTypeError
@@ -65,11 +66,13 @@ def _extremum(name, impl, reduction):
 
 
 def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else (np.iinfo(dtype).min if dtype.kind in "iu" else False)
+    k = dtype_kind(dtype)
+    return -np.inf if k == "f" else (np.iinfo(dtype).min if k in "iu" else False)
 
 
 def _highest(dtype):
-    return np.inf if dtype.kind == "f" else (np.iinfo(dtype).max if dtype.kind in "iu" else True)
+    k = dtype_kind(dtype)
+    return np.inf if k == "f" else (np.iinfo(dtype).max if k in "iu" else True)
 
 
 # NaN wins, as in numpy (Python's max and min in compiled code keep whichever operand
@@ -128,7 +131,7 @@ def reduce_prod(x, axes):
 def _arg_shape(name):
     def abstract_eval(x, axis, index_dtype):
         check_axes(name, x, (axis,))
-        if x.dtype.kind == "c":
+        if dtype_kind(x.dtype) == "c":
             raise DTypeError(f"{name} does not accept dtype {x.dtype} (operand {x})")
         if x.shape[axis] == 0:
             raise ShapeError(f"{name} of an empty axis (operand shape {tuple(x.shape)})")
@@ -155,7 +158,7 @@ argmin_p = _arg_reduction("argmin", np.argmin)
 def _cumulative_shape(name, kinds="biufc"):
     def abstract_eval(x, axis, reverse):
         check_axes(name, x, (axis,))
-        if x.dtype.kind not in kinds:
+        if dtype_kind(x.dtype) not in kinds:
             raise DTypeError(f"{name} does not accept dtype {x.dtype}")
         return ShapedArray(x.shape, x.dtype)
     return abstract_eval

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..dtypes import bfloat16, kind_of as dtype_kind
 from ..abstract import ShapedArray
 from ..core import Primitive
 from ..dtypes import is_inexact, real_dtype
@@ -266,6 +267,7 @@ def _wide_float(dtype):
 
 
 _WIDER = {np.dtype(np.float16): np.dtype(np.float64),
+          bfloat16: np.dtype(np.float64),
           np.dtype(np.float32): np.dtype(np.float64),
           np.dtype(np.complex64): np.dtype(np.complex128)}
 
@@ -297,7 +299,7 @@ def _convert_jvp(primals, tangents, new_dtype):
 def _convert_vjp(g, out, x, new_dtype):
     if not is_inexact(x.dtype):
         return (None,)
-    if g.dtype.kind == "c" and x.dtype.kind != "c":
+    if dtype_kind(g.dtype) == "c" and dtype_kind(x.dtype) != "c":
         g = real_p.bind(g)      # real -> complex embeds; its transpose takes Re(g)
     return (convert_element_type_p.bind(g, new_dtype=x.dtype),)
 
@@ -306,7 +308,7 @@ def _convert_shape(x, new_dtype):
     # complex -> real drops the imaginary part: that is `real`, a primitive of its own
     # (elementwise.convert applies it), so the conversion itself stays a cast every
     # backend's scalar code can write.
-    if x.dtype.kind == "c" and new_dtype.kind != "c":
+    if dtype_kind(x.dtype) == "c" and new_dtype.kind != "c":
         raise DTypeError(f"convert_element_type cannot convert complex {x} to "
                          f"{new_dtype}; take its real part first (lax.real), or use "
                          f"fnad.numpy's astype")
@@ -314,7 +316,7 @@ def _convert_shape(x, new_dtype):
 
 
 def _convert_impl(x, new_dtype):
-    if x.dtype.kind == "c" and new_dtype.kind != "c":
+    if dtype_kind(x.dtype) == "c" and new_dtype.kind != "c":
         raise TypeError("complex to real")     # numpy would drop the imaginary part
     return x.astype(new_dtype)
 
@@ -334,7 +336,7 @@ convert_element_type_p = elementwise_primitive(
 # cotangent pairs as Re(ct * t) = g Re(t) (JAX's convention), so ct = g + 0j.
 
 def _real_shape(x):
-    if x.dtype.kind != "c":
+    if dtype_kind(x.dtype) != "c":
         raise DTypeError(f"real needs a complex operand, got {x}")
     return ShapedArray(x.shape, real_dtype(x.dtype))
 

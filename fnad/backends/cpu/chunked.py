@@ -14,7 +14,7 @@ import numpy as np
 from ...program import Literal
 from ...kernels.cpu import elementwise
 from ...kernels.threads import run_blocks
-from ..fusion import Group, KernelSource
+from ..fusion import Group, KernelSource, dtype_source
 from .njit import bit_views, load_kernel
 
 BLOCK_ELEMENTS = 1 << 15        # per block: 128 KiB of float32 per live temporary
@@ -122,7 +122,7 @@ def chunked_source(group, kernel, materialize, namespace, prefix, parallel=True)
             else:
                 dims = [r for d, r in enumerate(rows) if d not in axes]
             shp = "(" + "".join(d + ", " for d in dims) + ")"
-            dtype = f"np.{sub.output_dtypes[k].name}"
+            dtype = dtype_source(sub.output_dtypes[k])
             if k in sub.reduce_identity:
                 body.append(f"{t} = np.full({shp}, {helper(sub.reduce_identity[k])}, {dtype})")
             else:

@@ -19,13 +19,15 @@ import numba
 
 import numpy as np
 
-from ... import config
+from ... import config, events
+from ...dtypes import is_low_precision
 from ...cache import register
 from ...program import Literal
 from ...kernels.disk_cache import helpers_digest, import_generated
 from ...kernels.cpu import elementwise, half
 from .njit import bit_views, load_kernel
-from ..fusion import Group, KernelSource, PHYSICAL_MEMORY, check_sizes, materialized, partition
+from ..fusion import (Group, KernelSource, PHYSICAL_MEMORY, check_sizes, dtype_source,
+                      materialized, partition)
 from . import chunked
 
 # Program -> Executable. An Executable refers to nothing that holds its Program, so an
@@ -228,18 +230,22 @@ class Executable:
             names[v] = f"a{i}"
             if not v.aval.shape:    # numpy hands out scalars for 0-d results
                 lines.append(f"a{i} = np.asarray(a{i})")
+        self.timed_steps = [("", lines)]     # (profiler event name, driver lines)
         for step in steps:
             if isinstance(step, Group):
-                lines += self._kernel_call(step, materialize[step], name, names,
-                                           kernel_sources)
+                step_lines = self._kernel_call(step, materialize[step], name, names,
+                                               kernel_sources)
             else:
-                lines += self._library_call(step, name, names)
+                step_lines = self._library_call(step, name, names)
+            lines += step_lines
+            self.timed_steps.append((_step_name(step, len(kernel_sources) - 1), step_lines))
         outs = ", ".join(name(a) for a in program.outputs)
         args = ", ".join([f"a{i}" for i in range(len(program.invars))]
                          + (["donated=()"] if donated else []))
-        driver = [f"def run({args}):"] + ["    " + line for line in lines] + \
-            [f"    return [{outs}]"]
-        self.driver_source = "\n".join(driver) + "\n"
+        self.driver_head = f"def run({args}):"
+        self.driver_tail = f"    return [{outs}]"
+        self.driver_source = _driver(self.driver_head, lines, self.driver_tail)
+        self.profiled_run = None
         exec(compile(self.driver_source, "<fnad driver>", "exec"), self.namespace)
         self.run = self.namespace["run"]
         self.kernel_sources = kernel_sources
@@ -279,7 +285,7 @@ class Executable:
             lender = next((lent for lent in lenders if lent[1].aval == var.aval), None)
             if slot in kernel.reduce_identity:
                 self.namespace[f"fill_{v}"] = kernel.reduce_identity[slot]
-                lines.append(f"{v} = np.full({shape!r}, fill_{v}, np.{dtype.name})")
+                lines.append(f"{v} = np.full({shape!r}, fill_{v}, {dtype_source(dtype)})")
             elif lender is not None and dtype == var.aval.dtype:
                 lenders.remove(lender)
                 i, _, aliases = lender
@@ -287,11 +293,11 @@ class Executable:
                 free = "".join(f" and not np.may_share_memory(a{i}, {names[a]})"
                                for a in aliases)
                 lines.append(f"{v} = a{i} if {i} in donated{free} else "
-                             f"np.empty({shape!r}, np.{dtype.name})")
+                             f"np.empty({shape!r}, {dtype_source(dtype)})")
             else:
-                lines.append(f"{v} = np.empty({shape!r}, np.{dtype.name})")
+                lines.append(f"{v} = np.empty({shape!r}, {dtype_source(dtype)})")
             if dtype != var.aval.dtype:     # partial sums kept wider: round them once
-                rounding.append(f"{v} = {v}.astype(np.{var.aval.dtype.name})")
+                rounding.append(f"{v} = {v}.astype({dtype_source(var.aval.dtype)})")
             outs.append(v)
         ins = [name(a) for a in kernel.inputs]
         sizes = [str(n) for n in group.shape]
@@ -308,7 +314,9 @@ class Executable:
         for v, o in zip(e.outputs, outs):
             names[v] = o
         ins = ", ".join(name(a) for a in e.inputs)
-        if e.prim.multiple_results:
+        if e.prim.multiple_results and not outs:    # (an effect: a host callback)
+            lines = [f"{fn}({ins})"]
+        elif e.prim.multiple_results:
             lines = [f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {fn}({ins})"]
         else:
             lines = [f"{outs[0]} = {fn}({ins})"]
@@ -316,10 +324,51 @@ class Executable:
                         if not v.aval.shape]
 
     def __call__(self, *args, donated=()):
+        if events.recording is not None:
+            return self._call_profiled(args, donated)
         out = self.run(*args, donated=donated) if donated else self.run(*args)
         if _pending:
             start_pending_compiles()
         return out
+
+    def _call_profiled(self, args, donated):
+        """A call while fnad.profiler records: a second driver, made on first use,
+        that records each kernel and library call as an event."""
+        if self.profiled_run is None:
+            self.namespace["_now"], self.namespace["_record"] = events.now, events.record
+            body = []
+            for label, step_lines in self.timed_steps:
+                if not label:
+                    body += step_lines
+                    continue
+                key = f"_label{len(body)}"
+                self.namespace[key] = label
+                body += ["_t = _now()"] + step_lines + [f"_record({key}, 'kernel', _t)"]
+            source = _driver(self.driver_head, body, self.driver_tail)
+            exec(compile(source, "<fnad profiled driver>", "exec"), self.namespace)
+            self.profiled_run = self.namespace["run"]
+            self.namespace["run"] = self.run
+        start = events.now()
+        out = self.profiled_run(*args, donated=donated) if donated \
+            else self.profiled_run(*args)
+        events.record("driver", "driver", start)
+        if _pending:
+            start_pending_compiles()
+        return out
+
+
+def _driver(head, lines, tail):
+    return "\n".join([head] + ["    " + line for line in lines] + [tail]) + "\n"
+
+
+def _step_name(step, kernel_index):
+    """The profiler's name for a driver step: a fused kernel by the primitives it
+    fuses and its loop shape, a library call by its primitive and operand shapes."""
+    if isinstance(step, Group):
+        prims = "+".join(dict.fromkeys(e.prim.name for e in step.eqns))
+        return f"k{kernel_index} fused[{prims}] {list(step.shape)}"
+    shapes = ", ".join(str(list(a.aval.shape)) for a in step.inputs)
+    return f"{step.prim.name}({shapes})"
 
 
 def _lenders(program, steps, donated):
@@ -329,14 +378,15 @@ def _lenders(program, steps, donated):
     of them; the group must be the last step reading the input or any of these, and
     the driver checks at run time that none of them shares the input's memory.
     Whether the group reads the input only element by element is for its KernelSource
-    to say. float16 inputs are left alone (the cpu kernels see them as their bits)."""
+    to say. 16-bit float inputs are left alone (the cpu kernels see them as their
+    bits)."""
     if not donated:
         return {}
     returned = {a for a in program.outputs if not isinstance(a, Literal)}
     lenders = {}
     for i in donated:
         v = program.invars[i]
-        if v.aval.dtype == np.float16 or not v.aval.shape or v in returned:
+        if is_low_precision(v.aval.dtype) or not v.aval.shape or v in returned:
             continue
         aliases, last = [], None
         for k, step in enumerate(steps):

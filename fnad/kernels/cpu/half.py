@@ -1,7 +1,8 @@
-"""float16 inside generated cpu kernels.
+"""float16 and bfloat16 inside generated kernels.
 
 Numba's cpu target has no float16 type at all: it can neither read nor write a
-float16 array. Generated kernels therefore see float16 arrays as their uint16 bit
+float16 array; neither target knows bfloat16. Generated kernels therefore see these
+arrays as their uint16 bit
 patterns, decode each element to float32 when they load it, compute in float32, and
 encode with round-to-nearest-even when they store. A float16 intermediate is
 rounded to float16 precision where it is computed, so a fused loop gives what
@@ -10,6 +11,8 @@ operation in float32 and round its result).
 
 The encodings follow IEEE 754 binary16: 1 sign bit, 5 exponent bits (bias 15),
 10 fraction bits; subnormals are multiples of 2**-24; 65520 and above round to inf.
+bfloat16 is the upper half of a float32 (8 exponent bits, 7 fraction bits), the way
+ml_dtypes' ufuncs compute it too: in float32, one rounding per operation.
 """
 import math
 
@@ -121,3 +124,65 @@ def to_bits(x):
 def round(x):  # noqa: A001  (float16's round-to-nearest, as np.float16(x) does)
     """x rounded to float16 precision, as a float32."""
     return to_float(to_bits(x))
+
+
+# bfloat16: the upper 16 bits of a float32 (8 exponent bits, 7 fraction bits), so
+# decoding is a shift, and encoding rounds the lower 16 bits away, to nearest even.
+
+_BF16_SUBNORMAL_UNIT = 2.0 ** -133      # the spacing of bfloat16's subnormals
+_BF16_SMALLEST_NORMAL = 2.0 ** -126
+_BF16_OVERFLOW = (2.0 - 2.0 ** -8) * 2.0 ** 127    # halfway past the largest finite
+
+
+@numba.njit(cache=True, nogil=True)
+def bfloat16_to_float(bits):
+    """The float32 value of a bfloat16 bit pattern (exact)."""
+    return _float32_from_bits(np.uint32(bits) << np.uint32(16))
+
+
+@numba.njit(cache=True, nogil=True)
+def _bfloat16_bits_of_float32(x):
+    f = _bits_from_float32(np.float32(x))
+    if (f & np.uint32(0x7fffffff)) > 0x7f800000:    # NaN: keep it a (quiet) NaN
+        return np.uint16((f >> np.uint32(16)) | np.uint32(0x40))
+    # Adding 0x7fff plus the kept part's lowest bit rounds ties to even; a carry
+    # into the exponent (up to inf) is the right result too.
+    f += np.uint32(0x7fff) + ((f >> np.uint32(16)) & np.uint32(1))
+    return np.uint16(f >> np.uint32(16))
+
+
+@numba.njit(cache=True, nogil=True)
+def _bfloat16_round_wide(x):
+    """x (float64, or an integer) rounded once to bfloat16 precision, as a float64."""
+    v = np.float64(x)
+    a = abs(v)
+    if not a < _BF16_OVERFLOW:
+        return v if v != v else math.copysign(math.inf, v)
+    if a < _BF16_SMALLEST_NORMAL:
+        unit = _BF16_SUBNORMAL_UNIT
+    else:
+        unit = math.ldexp(1.0, math.frexp(a)[1] - 8)
+    return math.copysign(np.rint(a / unit) * unit, v)
+
+
+def _bfloat16_narrow(x):
+    """x as a float32 that rounds to bfloat16 as x itself would."""
+
+
+@overload(_bfloat16_narrow)
+def _bfloat16_narrow_overload(x):
+    if x == types.float32:
+        return lambda x: x
+    return lambda x: np.float32(_bfloat16_round_wide(x))
+
+
+@numba.njit(cache=True, nogil=True)
+def bfloat16_to_bits(x):
+    """The bfloat16 bit pattern nearest to x (ties to even), for x of any real type."""
+    return _bfloat16_bits_of_float32(_bfloat16_narrow(x))
+
+
+@numba.njit(cache=True, nogil=True)
+def bfloat16_round(x):
+    """x rounded to bfloat16 precision, as a float32."""
+    return bfloat16_to_float(bfloat16_to_bits(x))
