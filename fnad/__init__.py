@@ -45,3 +45,5 @@ from ._api import (  # noqa: E402,F401
     device_count, local_devices, local_device_count, process_count, process_index, typeof,
     disable_jit, enable_x64, log_compiles, explain_cache_misses, named_call, named_scope,
     ensure_compile_time_eval)
+from . import debug  # noqa: E402,F401
+from .debug import pure_callback  # noqa: E402,F401

@@ -11,7 +11,8 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "fnad"
 # Module-name prefixes, layer by layer. A module belongs to the layer of its longest
 # matching prefix.
 LAYERS = [
-    ("leaves", ["fnad.errors", "fnad.config", "fnad.dtypes", "fnad.tree_util", "fnad.cache"]),
+    ("leaves", ["fnad.errors", "fnad.config", "fnad.dtypes", "fnad.tree_util", "fnad.cache",
+                "fnad.events"]),
     ("kernels", ["fnad.kernels"]),
     ("abstract values", ["fnad.abstract"]),
     ("program IR", ["fnad.program"]),

@@ -12,6 +12,7 @@ a whole network's state is one pytree that goes in and comes out of the step.
 """
 import numpy as np
 
+from .. import hooks
 from .. import numpy as fnp
 from .. import random
 from ..lax import convolution as lax_conv
@@ -49,20 +50,39 @@ def _as_layer(layer):
     return layer if isinstance(layer, Layer) else Layer(*layer)
 
 
-def _call(layer, params, x, state, key, train):
+def _call(layer, params, x, state, key, train, index=0):
     """Apply a child layer; returns (outputs, new_state). A stateful child called
-    without state (training without running statistics) returns outputs only."""
+    without state (training without running statistics) returns outputs only. Under
+    fnad.hooks.intercept the child is applied through the interceptor, as child
+    `index` of its combinator."""
+    if hooks.active_interceptor() is not None:
+        return _call_intercepted(layer, params, x, state, key, train, index)
     if layer.stateful and state is not None:
         return layer.apply(params, x, key=key, train=train, state=state)
     return layer.apply(params, x, key=key, train=train), state
+
+
+def _call_intercepted(layer, params, x, state, key, train, index):
+    new_state = [state]
+
+    def apply(params, x):
+        if layer.stateful and state is not None:
+            y, new_state[0] = layer.apply(params, x, key=key, train=train, state=state)
+            return y
+        return layer.apply(params, x, key=key, train=train)
+    y = hooks.call_layer(index, hooks.layer_name(layer.apply), apply, params, x)
+    return y, new_state[0]
 
 
 # --------------------------------------------------------------------------- elementwise
 
 def elementwise(fun, **fun_kwargs):
     """A parameter-free layer applying fun to its input."""
-    return Layer(lambda key, input_shape: (input_shape, ()),
-                 lambda params, x, **kw: fun(x, **fun_kwargs))
+    def apply_fn(params, x, **kw):
+        return fun(x, **fun_kwargs)
+    # (named after fun in fnad.hooks' layer paths)
+    apply_fn.__qualname__ = f"{getattr(fun, '__name__', 'elementwise')}.apply_fn"
+    return Layer(lambda key, input_shape: (input_shape, ()), apply_fn)
 
 
 Relu = elementwise(A.relu)
@@ -163,6 +183,7 @@ def _conv_layer(name, layout, convolve, out_chan, filter_shape, W_init, b_init):
         y = convolve(x, W)
         _check_spatial(name, layout, x.shape, y.shape)
         return y + b
+    apply_fn.__qualname__ = f"{name.rpartition('.')[2]}.apply_fn"   # (fnad.hooks' paths)
     return Layer(init_fn, apply_fn)
 
 
@@ -220,6 +241,7 @@ def _pool(kind, window_shape, strides=None, padding="VALID"):
             y = lax_conv.avg_pool(x, window, full_strides, padding)
         _check_spatial(name, layout, x.shape, y.shape)
         return y
+    apply_fn.__qualname__ = f"{name.rpartition('.')[2]}.apply_fn"   # (fnad.hooks' paths)
     return Layer(init_fn, apply_fn)
 
 
@@ -239,7 +261,12 @@ def _flatten_init(key, input_shape):
     return (input_shape[0], int(np.prod(input_shape[1:]))), ()
 
 
-Flatten = Layer(_flatten_init, lambda params, x, **kw: fnp.reshape(x, (x.shape[0], -1)))
+def _flatten_apply(params, x, **kw):
+    return fnp.reshape(x, (x.shape[0], -1))
+
+
+_flatten_apply.__qualname__ = "Flatten.apply_fn"     # (fnad.hooks' paths)
+Flatten = Layer(_flatten_init, _flatten_apply)
 
 
 # --------------------------------------------------------------------------- regularization, norms
@@ -360,7 +387,7 @@ def serial(*layers):
         states = state if state is not None else [None] * len(layers)
         new_states = []
         for layer, p, k, s in zip(layers, params, _split(key, len(layers)), states):
-            x, s = _call(layer, p, x, s, k, train)
+            x, s = _call(layer, p, x, s, k, train, len(new_states))
             new_states.append(s)
         return (x, new_states) if state is not None else x
 
@@ -380,7 +407,7 @@ def parallel(*layers):
         states = state if state is not None else [None] * len(layers)
         outs, new_states = [], []
         for layer, p, x, k, s in zip(layers, params, xs, _split(key, len(layers)), states):
-            y, s = _call(layer, p, x, s, k, train)
+            y, s = _call(layer, p, x, s, k, train, len(outs))
             outs.append(y)
             new_states.append(s)
         return (tuple(outs), new_states) if state is not None else tuple(outs)

@@ -112,7 +112,7 @@ def inline_scalar_broadcasts(closed):
         replace[out] = e.inputs[0]
     if not replace:
         return closed
-    eqns = [e for e in program.eqns if e.outputs[0] not in replace]
+    eqns = [e for e in program.eqns if not (e.outputs and e.outputs[0] in replace)]
     return _substitute(closed, eqns, replace)
 
 
