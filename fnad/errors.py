@@ -93,3 +93,14 @@ class ResourceError(FnadError, MemoryError):
 class DeletedArrayError(FnadError, RuntimeError):
     """An Array donated to a jitted function (donate_argnums) was used after the call:
     its buffer may hold one of the call's results now."""
+
+
+class CallbackError(FnadError, TypeError, ValueError):
+    """A host callback (fnad.pure_callback, fnad.debug.callback) misused: results that
+    do not match the declared result_shape_dtypes, or a pure_callback under vmap
+    without a vmap_method."""
+
+
+class NaNError(FnadError, FloatingPointError):
+    """A NaN produced under config.debug_nans: the message names the primitive that
+    produced it and the line of user code that applied it."""
