@@ -151,3 +151,103 @@ def test_pairs_of_rows_pooling(dtype, shape, window, monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=0)
     np.testing.assert_array_equal(fast[3], ref_select_and_scatter(g, x, pooling.MAX, window,
                                                                   window))
+
+
+# PyTorch's layout: channels-first (NCHW) operands are copied channels-last by the
+# kernels where that layout's paths are faster (forward, kernel and input gradients).
+NCHW_CASES = [
+    # (lhs NCHW, rhs OIHW, strides, padding, lhs_dilation, rhs_dilation)
+    ((3, 4, 9, 8), (5, 4, 3, 3), (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1)),
+    ((3, 4, 9, 8), (5, 4, 3, 2), (2, 1), ((1, 2), (0, -1)), (1, 1), (1, 1)),
+    ((2, 5, 7, 9), (3, 5, 2, 3), (1, 2), ((2, 1), (1, 1)), (1, 1), (2, 1)),
+    ((2, 6, 5, 6), (4, 6, 3, 3), (2, 1), ((1, 1), (2, 2)), (2, 1), (1, 1)),
+    ((3, 5, 4, 4), (2, 5, 3, 3), (1, 1), ((2, 2), (2, 2)), (1, 1), (1, 1)),  # scatter
+]
+
+
+@pytest.mark.parametrize("xs,ws,strides,padding,lhs_dil,rhs_dil", NCHW_CASES)
+def test_channels_first_operands_take_channels_last_paths(xs, ws, strides, padding, lhs_dil,
+                                                          rhs_dil, monkeypatch):
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+    taken = []
+    for name in ("_conv_gather_channels_last", "_conv_scatter_channels_last"):
+        real = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _f=real, _n=name: taken.append(_n)
+                            or _f(*a))
+    out = kernels.conv(x, w, strides, padding, lhs_dil, rhs_dil, 1)
+    expected = ref_conv(x, w, strides, padding, lhs_dil, rhs_dil)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    assert taken, "a channels-first operand with long channel runs stays channels-first"
+    # The kernel gradient's view of a channels-first input: (C, N, H, W), features = N.
+    g = rng.standard_normal(out.shape)
+    taken.clear()
+    gw = kernels.conv(x.transpose(1, 0, 2, 3), g.transpose(1, 0, 2, 3), rhs_dil, padding,
+                      lhs_dil, strides, 1) if strides == (1, 1) and lhs_dil == (1, 1) else None
+    if gw is not None:
+        np.testing.assert_allclose(gw.transpose(1, 0, 2, 3)[:, :, :ws[2], :ws[3]],
+                                   _kernel_grad_ref(x, g, ws, padding, rhs_dil),
+                                   rtol=1e-10, atol=1e-10)
+    # float32 gives the same to float32 precision
+    out32 = kernels.conv(x.astype(np.float32), w.astype(np.float32), strides, padding,
+                         lhs_dil, rhs_dil, 1)
+    assert out32.dtype == np.float32
+    np.testing.assert_allclose(out32, expected, rtol=1e-4, atol=1e-4)
+
+
+def _kernel_grad_ref(x, g, ws, padding, rhs_dil):
+    """d/dw sum(g * conv(x, w)) for unit strides, by direct loops."""
+    xp = np.pad(x, [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in padding])
+    xp = xp[:, :, -min(padding[0][0], 0):xp.shape[2] + min(padding[0][1], 0),
+            -min(padding[1][0], 0):xp.shape[3] + min(padding[1][1], 0)]
+    out = np.zeros(ws)
+    oh, ow = g.shape[2:]
+    for a in range(ws[2]):
+        for b in range(ws[3]):
+            patch = xp[:, :, a * rhs_dil[0]:a * rhs_dil[0] + oh,
+                       b * rhs_dil[1]:b * rhs_dil[1] + ow]
+            out[:, :, a, b] = np.einsum("nohw,nchw->oc", g, patch)
+    return out
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_lenet_like_step_in_both_layouts(groups):
+    """conv, bias, relu and 2x2 max pool, then a dense layer, on NCHW/OIHW operands
+    and on the same values in NHWC/HWIO: one loss and the same gradients (each layout
+    checked against float64 central differences), eager and jitted."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 4, 10, 10))                    # NCHW
+    w = rng.standard_normal((6, 4 // groups, 3, 3)) * 0.4      # OIHW
+    b = rng.standard_normal(6) * 0.1
+    d = rng.standard_normal((6 * 4 * 4,)) * 0.2                # dense over (C, H, W)
+
+    def loss_nchw(x, w, b):
+        h = lc.conv_general_dilated(x, w, (1, 1), ((0, 0), (0, 0)),
+                                    dimension_numbers=("NCHW", "OIHW", "NCHW"),
+                                    feature_group_count=groups)
+        h = fnad.numpy.maximum(h + b[:, None, None], 0.0)
+        h = lc.reduce_window(h, -np.inf, "max", (1, 1, 2, 2), (1, 1, 2, 2), "VALID")
+        return fnad.numpy.tanh(h.reshape(2, -1) @ d).sum()
+
+    def loss_nhwc(x, w, b):
+        h = lc.conv_general_dilated(x, w, (1, 1), ((0, 0), (0, 0)),
+                                    dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                    feature_group_count=groups)
+        h = fnad.numpy.maximum(h + b, 0.0)
+        h = lc.max_pool(h, (2, 2), (2, 2), "VALID")
+        return fnad.numpy.tanh(h.transpose(0, 3, 1, 2).reshape(2, -1) @ d).sum()
+
+    args_nchw = (x, w, b)
+    args_nhwc = (x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0), b)
+    check_grads(loss_nchw, args_nchw, order=1, modes=("rev",))
+    check_grads(loss_nhwc, args_nhwc, order=1, modes=("rev",))
+    v1, g1 = fnad.value_and_grad(loss_nchw, argnums=(0, 1, 2))(*args_nchw)
+    v2, g2 = fnad.value_and_grad(loss_nhwc, argnums=(0, 1, 2))(*args_nhwc)
+    v3, g3 = fnad.jit(fnad.value_and_grad(loss_nchw, argnums=(0, 1, 2)))(*args_nchw)
+    np.testing.assert_allclose(float(v1), float(v2), rtol=1e-12)
+    np.testing.assert_allclose(float(v3), float(v1), rtol=1e-12)
+    back = (lambda a: a.transpose(0, 3, 1, 2), lambda a: a.transpose(3, 2, 0, 1), lambda a: a)
+    for a, c, j, to_nchw_ in zip(g1, g2, g3, back):
+        np.testing.assert_allclose(np.asarray(a), to_nchw_(np.asarray(c)), rtol=1e-10,
+                                   atol=1e-12)
+        np.testing.assert_allclose(np.asarray(j), np.asarray(a), rtol=1e-10, atol=1e-12)
