@@ -296,8 +296,8 @@ def tree_structure(tree, is_leaf=None):
 def tree_map(f, tree, *rest, is_leaf=None):
     """A pytree shaped like `tree` holding f(leaf, *matching leaves of rest).
 
-    Every tree in `rest` must have `tree`'s structure (or extend it below its leaves, as in
-    JAX); a mismatch raises TreeStructureError naming both structures.
+    Every tree in `rest` must have exactly `tree`'s structure (JAX also accepts trees
+    that extend it below its leaves); a mismatch raises ValueError naming both.
 
     >>> params = {"a": 1, "b": (2, 3)}
     >>> fnad.tree_util.tree_map(lambda x, y: x + y, params, {"a": 10, "b": (20, 30)})
