@@ -95,6 +95,24 @@ class DeletedArrayError(FnadError, RuntimeError):
     its buffer may hold one of the call's results now."""
 
 
+class UnsupportedPrimitiveError(FnadError, TypeError):
+    """fnad.onnx.export met a primitive with no ONNX lowering (or parameters its
+    lowering cannot express, such as random bits or complex values): the message names
+    the primitive and the line of the user's function that produced it."""
+
+
+class DynamicAxisError(FnadError, ValueError):
+    """fnad.onnx.export was asked to keep an axis symbolic (dynamic_axes) but the
+    staged program depends on that axis's size in a way ONNX cannot express: the
+    message names the equation that pins it (a literal, a captured constant, a
+    parameter computed from the size)."""
+
+
+class UnsupportedOperatorError(FnadError, ValueError):
+    """fnad.onnx.load met ONNX operators (or attributes) it does not implement; the
+    message lists every one in the model at once."""
+
+
 class CallbackError(FnadError, TypeError, ValueError):
     """A host callback (fnad.pure_callback, fnad.debug.callback) misused: results that
     do not match the declared result_shape_dtypes, or a pure_callback under vmap

@@ -12,7 +12,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "fnad"
 # matching prefix.
 LAYERS = [
     ("leaves", ["fnad.errors", "fnad.config", "fnad.dtypes", "fnad.tree_util", "fnad.cache",
-                "fnad.events"]),
+                "fnad.events", "fnad.tracebacks"]),
     ("kernels", ["fnad.kernels"]),
     ("abstract values", ["fnad.abstract"]),
     ("program IR", ["fnad.program"]),
@@ -25,7 +25,8 @@ LAYERS = [
     ("backends", ["fnad.backends"]),
     ("library", ["fnad", "fnad.cache.__main__", "fnad.tree", "fnad.lax", "fnad.numpy",
                  "fnad.scipy", "fnad.nn", "fnad.optim", "fnad.random", "fnad.data",
-                 "fnad.io", "fnad.datasets", "fnad.test_util", "fnad.demo"]),
+                 "fnad.io", "fnad.datasets", "fnad.test_util", "fnad.demo",
+                 "fnad.onnx"]),
 ]
 
 

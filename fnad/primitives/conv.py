@@ -23,6 +23,7 @@ from ..kernels.cpu import conv as K, window as W
 from . import shape as S
 from ._rules import add_tangents, batch_size, zeros
 from .structural import moveaxis_to, move_batch_axes
+from . import onnx_rules as onnx
 
 
 # --------------------------------------------------------------------------- convolution
@@ -165,7 +166,8 @@ def _conv_batch(args, batch_dims, **params):
 
 conv_general_dilated_p = Primitive(
     "conv_general_dilated", abstract_eval=_conv_shape, impl=K.conv, jvp=_conv_jvp,
-    vjp=_conv_vjp, batch=_conv_batch, selective_vjp=True)
+    vjp=_conv_vjp, batch=_conv_batch, selective_vjp=True, onnx=onnx.conv_general_dilated,
+    precision="low")
 
 
 # --------------------------------------------------------------------------- windows
@@ -234,7 +236,7 @@ reduce_window_sum_p = _windowed(
         x, W.SUM, window_dimensions, window_strides, padding),
     jvp=lambda primals, tangents, **p: (reduce_window_sum_p.bind(primals[0], **p),
                                         reduce_window_sum_p.bind(tangents[0], **p)),
-    vjp=_sum_vjp)
+    vjp=_sum_vjp, onnx=onnx.reduce_window_sum)
 
 
 def _window_params(window_dimensions, window_strides, padding):
@@ -248,7 +250,7 @@ def reduce_window_sum(x, window_dimensions, window_strides, padding):
                                                         padding))
 
 
-def _extremum(name, op):
+def _extremum(name, op, onnx=None):
     """reduce_window_max / _min and the two selection primitives their rules use."""
     def impl(x, window_dimensions, window_strides, padding):
         return W.reduce_window(x, op, window_dimensions, window_strides, padding)
@@ -264,7 +266,7 @@ def _extremum(name, op):
         impl=impl,
         jvp=lambda primals, tangents, **p: (reduce_p.bind(primals[0], **p),
                                             gather(tangents[0], primals[0], **p)),
-        vjp=lambda g, out, x, **p: (scatter(g, x, **p),))
+        vjp=lambda g, out, x, **p: (scatter(g, x, **p),), onnx=onnx)
 
     def scatter_shape(g, x, **p):
         expected = _window_shape(f"select_and_scatter_add_{name}")(x, **p)
@@ -295,9 +297,9 @@ def _extremum(name, op):
 
 
 reduce_window_max_p, select_and_gather_add_max_p, select_and_scatter_add_max_p = \
-    _extremum("max", W.MAX)
+    _extremum("max", W.MAX, onnx=onnx.reduce_window_max)
 reduce_window_min_p, select_and_gather_add_min_p, select_and_scatter_add_min_p = \
-    _extremum("min", W.MIN)
+    _extremum("min", W.MIN, onnx=onnx.reduce_window_min)
 
 
 def reduce_window_max(x, window_dimensions, window_strides, padding):

@@ -5,8 +5,6 @@ Output axes are ordered (batch..., lhs free..., rhs free...), as in XLA. The VJP
 for each operand is another dot_general of the cotangent with the other operand,
 followed by a transpose back to the operand's axis order.
 """
-import functools
-import math
 
 import numpy as np
 
@@ -15,6 +13,9 @@ from ..abstract import ShapedArray, check_same_dtype
 from ..errors import ShapeError
 from . import shape as S
 from ._rules import add_tangents, batched_axes
+from ..kernels.cpu import matmul as matmul_kernels
+from ..kernels.cpu import loop_linalg
+from . import onnx_rules as onnx
 
 
 def _free(ndim, contract, batch):
@@ -45,20 +46,7 @@ def _impl(lhs, rhs, dimension_numbers):
         a = lhs if lc[0] == lhs.ndim - 1 else lhs.T
         b = rhs if rc[0] == 0 else rhs.T
         return np.dot(a, b)
-    lf, rf = _free(lhs.ndim, lc, lb), _free(rhs.ndim, rc, rb)
-    nb, nk = _size(lhs, lb), _size(lhs, lc)
-    a = lhs.transpose(list(lb) + lf + list(lc)).reshape(nb, _size(lhs, lf), nk)
-    b = rhs.transpose(list(rb) + list(rc) + rf).reshape(nb, nk, _size(rhs, rf))
-    if nk == 1:     # outer products: one broadcast multiply writes the result once
-        out = a * b
-    else:
-        out = np.matmul(a, b)
-    return out.reshape([lhs.shape[d] for d in lb] + [lhs.shape[d] for d in lf]
-                       + [rhs.shape[d] for d in rf])
-
-
-def _size(x, dims):
-    return math.prod(x.shape[d] for d in dims)
+    return matmul_kernels.dot_general(lhs, rhs, lc, rc, lb, rb)
 
 
 def _jvp(primals, tangents, dimension_numbers):
@@ -144,33 +132,31 @@ def _batch(args, batch_dims, dimension_numbers):
 
 
 def _numba_source(args, in_avals, out, dimension_numbers):
-    """Matrix and vector products in the loop compiler's Numba code: np.dot (BLAS)
-    where Numba can reach BLAS (it needs SciPy's bindings, which fnad does not depend
-    on), else fnad's own matmul loops (fnad/kernels/cpu/loop_linalg.py)."""
+    """Matrix and vector products in the loop compiler's Numba code: BLAS's gemm
+    (numpy's own BLAS, transposed views passed as flags, not copied) for float32 and
+    float64, else fnad's own matmul loops (fnad/kernels/cpu/loop_linalg.py)."""
     (lc, rc), (lb, rb) = dimension_numbers
     if lb or len(lc) != 1 or not out.shape or max(a.ndim for a in in_avals) > 2:
         return None
     (a, b), (la, ra) = args, in_avals
     lhs = a if la.ndim == 1 or lc[0] == 1 else f"{a}.T"
     rhs = b if ra.ndim == 1 or rc[0] == 0 else f"{b}.T"
-    if _numba_has_blas():
-        return f"np.dot(np.ascontiguousarray({lhs}), np.ascontiguousarray({rhs}))"
+    if la.dtype == ra.dtype == out.dtype and out.dtype in loop_linalg.BLAS_DTYPES:
+        gemm = f"loop_linalg.gemm_{out.dtype.name.replace('float', 'f')}"
+        if la.ndim == 1:
+            return f"{gemm}({lhs}[np.newaxis, :], {rhs})[0]"
+        if ra.ndim == 1:
+            return f"{gemm}({lhs}, {rhs}[:, np.newaxis])[:, 0]"
+        return f"{gemm}({lhs}, {rhs})"
     product = {(2, 2): "mm", (2, 1): "mv", (1, 2): "vm"}[(la.ndim, ra.ndim)]
     return f"loop_linalg.{product}({lhs}, {rhs})"
 
 
-@functools.lru_cache(maxsize=None)
-def _numba_has_blas():
-    try:
-        import scipy.linalg.cython_blas  # noqa: F401
-        return True
-    except ImportError:
-        return False
-
-
 dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, jvp=_jvp,
                           vjp=_vjp, batch=_batch, numba_source=_numba_source,
-                          selective_vjp=True)
+                          selective_vjp=True, onnx=onnx.dot_general,
+                          # autocast runs matrix products in its low-precision dtype
+                          precision="low")
 
 
 def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):

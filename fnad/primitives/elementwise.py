@@ -49,7 +49,7 @@ def unary_shape(name, kinds):
     return abstract_eval
 
 
-def unary(name, impl, deriv, scalar, *, kinds=FLOAT, onnx=None):
+def unary(name, impl, deriv, scalar, *, kinds=FLOAT, onnx=None, precision=None):
     """deriv(x, out) -> f'(x), or None for a piecewise-constant function."""
     def jvp(primals, tangents):
         x, = primals
@@ -64,19 +64,22 @@ def unary(name, impl, deriv, scalar, *, kinds=FLOAT, onnx=None):
 
     prim = elementwise_primitive(name, abstract_eval=unary_shape(name, kinds), impl=impl,
                                  jvp=jvp, vjp=no_derivative if deriv is None else vjp,
-                                 scalar=scalar, onnx=onnx)
+                                 scalar=scalar, onnx=onnx, precision=precision)
     return prim
 
 
 neg_p = unary("neg", np.negative, lambda x, y: -1, "(-{0})", kinds=NUMERIC, onnx=onnx.node("Neg"))
-exp_p = unary("exp", np.exp, lambda x, y: y, "np.exp({0})", kinds=INEXACT, onnx=onnx.node("Exp"))
-log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})", kinds=INEXACT, onnx=onnx.node("Log"))
+exp_p = unary("exp", np.exp, lambda x, y: y, "np.exp({0})", kinds=INEXACT, onnx=onnx.node("Exp"),
+                precision="float32")
+log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})", kinds=INEXACT, onnx=onnx.node("Log"),
+                precision="float32")
 log1p_p = unary("log1p", np.log1p, lambda x, y: 1 / (1 + x), "np.log1p({0})",
-                 kinds=INEXACT, onnx=onnx.log1p)
-expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})", kinds=INEXACT, onnx=onnx.expm1)
+                 kinds=INEXACT, onnx=onnx.log1p, precision="float32")
+expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})", kinds=INEXACT, onnx=onnx.expm1,
+                precision="float32")
 sqrt_p = unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, "np.sqrt({0})", kinds=INEXACT, onnx=onnx.node("Sqrt"))
 rsqrt_p = unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda x, y: -0.5 * y / x,
-                "(1 / np.sqrt({0}))", kinds=INEXACT, onnx=onnx.rsqrt)
+                "(1 / np.sqrt({0}))", kinds=INEXACT, onnx=onnx.rsqrt, precision="float32")
 sin_p = unary("sin", np.sin, lambda x, y: cos_p.bind(x), "np.sin({0})", kinds=INEXACT, onnx=onnx.node("Sin"))
 cos_p = unary("cos", np.cos, lambda x, y: -sin_p.bind(x), "np.cos({0})", kinds=INEXACT, onnx=onnx.node("Cos"))
 tan_p = unary("tan", np.tan, lambda x, y: 1 + y * y, "np.tan({0})", kinds=INEXACT, onnx=onnx.node("Tan"))
@@ -172,7 +175,7 @@ integer_pow_p = elementwise_primitive(
 # --------------------------------------------------------------------------- binary
 
 def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None, simplify=None,
-           onnx=None):
+           onnx=None, precision=None):
     """dx(x, y, out), dy(x, y, out): the partial derivatives; None for no derivative."""
     def jvp(primals, tangents):
         x, y = primals
@@ -200,7 +203,8 @@ def binary(name, impl, dx, dy, scalar, *, kinds=NUMERIC, out_dtype=None, simplif
 
     prim = elementwise_primitive(
         name, abstract_eval=broadcasting(name, kinds=kinds, out_dtype=out_dtype), impl=impl,
-        jvp=jvp, vjp=vjp, scalar=scalar, simplify=simplify, selective_vjp=True, onnx=onnx)
+        jvp=jvp, vjp=vjp, scalar=scalar, simplify=simplify, selective_vjp=True, onnx=onnx,
+        precision=precision)
     return prim
 
 
@@ -239,7 +243,7 @@ pow_p = binary("pow", np.power,
                lambda x, y, o: y * pow_p.bind(x, y - 1),
                lambda x, y, o: select_p.bind(x == 0, 0 * o, o * log_p.bind(
                    select_p.bind(x == 0, 1 + 0 * x, x))),
-               "({0} ** {1})", kinds=INEXACT, onnx=onnx.node("Pow"))
+               "({0} ** {1})", kinds=INEXACT, onnx=onnx.node("Pow"), precision="float32")
 # Integer arithmetic that numpy and JAX keep exact (no derivative: integers are
 # constants to differentiation). integer_power is x ** y, wrapping around like numpy's;
 # a negative exponent gives the real power truncated toward zero (numpy raises, and so
@@ -323,7 +327,7 @@ xor_p = binary("xor", np.bitwise_xor, None, None, "({0} ^ {1})", kinds=INTEGRAL,
 def _select_shape(pred, on_true, on_false):
     if pred.dtype != np.bool_:
         raise DTypeError(f"select needs a boolean predicate, got {pred}")
-    out = broadcasting("select", onnx=onnx.select)(on_true, on_false)
+    out = broadcasting("select")(on_true, on_false)
     return ShapedArray(broadcast_shapes("select", pred.shape, out.shape), out.dtype)
 
 
@@ -346,7 +350,7 @@ def _select_vjp(g, out, pred, a, b, needed=(False, True, True)):
 
 select_p = elementwise_primitive("select", abstract_eval=_select_shape, impl=np.where,
                                  jvp=_select_jvp, vjp=_select_vjp,
-                                 scalar="({1} if {0} else {2})", selective_vjp=True)
+                                 scalar="({1} if {0} else {2})", selective_vjp=True, onnx=onnx.select)
 
 
 def _clamp_masks(lo, x, hi):

@@ -40,6 +40,7 @@ from ._rules import instantiate, add_tangents, batch_size
 from . import shape as S
 from .elementwise import select_p, convert_element_type_p, eq_p, lt_p, add_p, clamp_p
 from .structural import move_batch_axis
+from . import onnx_rules as onnx
 
 _MODES = {"clip": "clip", "promise_in_bounds": "clip", "fill": "fill", "drop": "fill"}
 
@@ -194,7 +195,7 @@ def _gather_batch(args, batch_dims, mode):
 
 
 gather_p = Primitive("gather", abstract_eval=_gather_shape, impl=_gather_impl,
-                     jvp=_gather_jvp, vjp=_gather_vjp, batch=_gather_batch)
+                     jvp=_gather_jvp, vjp=_gather_vjp, batch=_gather_batch, onnx=onnx.gather)
 
 
 # --------------------------------------------------------------------------- scatter rules
@@ -438,7 +439,7 @@ def _dynamic_slice_batch(args, batch_dims, slice_sizes):
 
 dynamic_slice_p = Primitive("dynamic_slice", abstract_eval=_dynamic_slice_shape,
                             impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
-                            vjp=_dynamic_slice_vjp, batch=_dynamic_slice_batch)
+                            vjp=_dynamic_slice_vjp, batch=_dynamic_slice_batch, onnx=onnx.dynamic_slice)
 
 
 def _dynamic_update_slice_shape(operand, update, *starts):

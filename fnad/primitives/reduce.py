@@ -14,6 +14,7 @@ from .elementwise import select_p, convert_element_type_p, eq_p
 # reduce_sum is declared with the kit every rule uses, below every family; it belongs
 # to this family's namespace all the same.
 from .structural import reduce_sum_p, reduce_sum, expand_to  # noqa: F401
+from . import onnx_rules as onnx
 
 
 def keepdims_shape(shape, axes):
@@ -38,7 +39,7 @@ def _along_axis(name, *, reduces, **slots):
 
 # --------------------------------------------------------------------------- max, min
 
-def _extremum(name, impl, reduction):
+def _extremum(name, impl, reduction, onnx=None):
     # Ties share the derivative equally, so the rule is symmetric and exact where
     # the extremum is unique.
     def weights(x, out, axes):
@@ -61,7 +62,7 @@ def _extremum(name, impl, reduction):
         return impl(x, axis=axes)
 
     prim = axes_reduction(name, kinds="biuf", impl=checked_impl, jvp=jvp, vjp=vjp,
-                          reduction=reduction)
+                          reduction=reduction, onnx=onnx)
     return prim
 
 
@@ -82,10 +83,10 @@ def _highest(dtype):
 # the branches of a helper function made the compiled max 3x slower than Python's.
 reduce_max_p = _extremum("reduce_max", np.max, (
     _lowest, "(({x} if not {x} < {acc} else {acc}) if {acc} == {acc} else {acc})",
-    lambda dtype: dtype))
+    lambda dtype: dtype), onnx=onnx.reduction("ReduceMax"))
 reduce_min_p = _extremum("reduce_min", np.min, (
     _highest, "(({x} if not {x} > {acc} else {acc}) if {acc} == {acc} else {acc})",
-    lambda dtype: dtype))
+    lambda dtype: dtype), onnx=onnx.reduction("ReduceMin"))
 
 
 # --------------------------------------------------------------------------- prod
@@ -119,7 +120,8 @@ reduce_prod_p = axes_reduction(
     jvp=lambda primals, tangents, axes: (
         reduce_prod(primals[0], axes),
         reduce_sum(tangents[0] * _product_of_others(primals[0], axes), axes)),
-    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes) * _product_of_others(x, axes),))
+    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes) * _product_of_others(x, axes),), onnx=onnx.reduction("ReduceProd"),
+    precision="float32")
 
 
 def reduce_prod(x, axes):
@@ -139,18 +141,18 @@ def _arg_shape(name):
     return abstract_eval
 
 
-def _arg_reduction(name, impl):
+def _arg_reduction(name, impl, onnx=None):
     prim = _along_axis(
         name, reduces=True, abstract_eval=_arg_shape(name),
         impl=lambda x, axis, index_dtype: (real_operands(x)
                                            or impl(x, axis=axis).astype(index_dtype)),
         jvp=lambda primals, tangents, **params: (prim.bind(*primals, **params), None),
-        vjp=lambda g, out, x, **params: (None,))
+        vjp=lambda g, out, x, **params: (None,), onnx=onnx)
     return prim
 
 
-argmax_p = _arg_reduction("argmax", np.argmax)
-argmin_p = _arg_reduction("argmin", np.argmin)
+argmax_p = _arg_reduction("argmax", np.argmax, onnx=onnx.arg_reduction("ArgMax"))
+argmin_p = _arg_reduction("argmin", np.argmin, onnx=onnx.arg_reduction("ArgMin"))
 
 
 # --------------------------------------------------------------------------- cumulative
@@ -266,9 +268,11 @@ cumsum_p = _along_axis(
     impl=_along(np.cumsum),
     jvp=lambda primals, tangents, axis, reverse: (cumsum(primals[0], axis, reverse),
                                                   cumsum(tangents[0], axis, reverse)),
-    vjp=lambda g, out, x, axis, reverse: (cumsum(g, axis, not reverse),))
+    vjp=lambda g, out, x, axis, reverse: (cumsum(g, axis, not reverse),), onnx=onnx.cumsum,
+    precision="float32")
 cumprod_p = _along_axis("cumprod", reduces=False, abstract_eval=_cumulative_shape("cumprod"),
-                        impl=_along(np.cumprod), jvp=_cumprod_jvp, vjp=_cumprod_vjp)
+                        impl=_along(np.cumprod), jvp=_cumprod_jvp, vjp=_cumprod_vjp,
+                        precision="float32")
 cummax_p = _cum_extremum("cummax", np.maximum)
 cummin_p = _cum_extremum("cummin", np.minimum)
 

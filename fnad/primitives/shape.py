@@ -18,6 +18,7 @@ from .elementwise import select_p
 from .structural import (  # noqa: F401
     broadcast_in_dim, broadcast_in_dim_p, move_batch_axes, moveaxis_to, numba_reshape,
     reduce_sum, reshape, reshape_p, transpose, transpose_p)
+from . import onnx_rules as onnx
 
 
 # --------------------------------------------------------------------------- squeeze, expand_dims
@@ -39,7 +40,7 @@ def _squeeze_batch(x, d, dimensions):
 squeeze_p = linear("squeeze", lambda x, dimensions: x.reshape(
                        tuple(n for i, n in enumerate(x.shape) if i not in dimensions)),
                    _squeeze_shape, lambda g, x, dimensions: reshape(g, x.shape),
-                   batch=_squeeze_batch, numba_source=numba_reshape)
+                   batch=_squeeze_batch, numba_source=numba_reshape, onnx=onnx.squeeze)
 
 
 def squeeze(x, dimensions):
@@ -71,7 +72,7 @@ def _expand_dims_batch(x, d, dimensions):
 expand_dims_p = linear("expand_dims",
                        lambda x, dimensions: x.reshape(expanded_shape(x.shape, dimensions)),
                        _expand_dims_shape, lambda g, x, dimensions: reshape(g, x.shape),
-                       batch=_expand_dims_batch, numba_source=numba_reshape)
+                       batch=_expand_dims_batch, numba_source=numba_reshape, onnx=onnx.expand_dims)
 
 
 def expand_dims(x, dimensions):
@@ -97,7 +98,7 @@ rev_p = linear(
     numba_source=lambda args, in_avals, out, dimensions: (
         "np.ascontiguousarray({}[{}])".format(args[0], ", ".join(
             "::-1" if d in dimensions else ":" for d in range(out.ndim)))
-        if out.shape else None))
+        if out.shape else None), onnx=onnx.rev)
 
 
 def rev(x, dimensions):
@@ -144,7 +145,7 @@ slice_p = linear(
     numba_source=lambda args, in_avals, out, start_indices, limit_indices, strides: (
         "np.ascontiguousarray({}[{}])".format(args[0], ", ".join(
             f"{s}:{l}:{st}" for s, l, st in zip(start_indices, limit_indices, strides)))
-        if out.shape else None))
+        if out.shape else None), onnx=onnx.slice_)
 
 
 def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 (lax's name)
@@ -231,7 +232,7 @@ def _pad_batch(args, batch_dims, padding_config):
 
 
 pad_p = Primitive("pad", abstract_eval=_pad_shape, impl=_pad_impl, jvp=_pad_jvp,
-                  vjp=_pad_vjp, batch=_pad_batch)
+                  vjp=_pad_vjp, batch=_pad_batch, onnx=onnx.pad)
 
 
 def pad(x, padding_value, padding_config):
@@ -284,7 +285,7 @@ concatenate_p = Primitive("concatenate", abstract_eval=_concatenate_shape,
                           impl=lambda *xs, dimension: np.concatenate(xs, dimension),
                           jvp=_concatenate_jvp, vjp=_concatenate_vjp, batch=_concatenate_batch,
                           numba_source=lambda args, in_avals, out, dimension: (
-                              f"np.concatenate(({', '.join(args)},), axis={dimension})"))
+                              f"np.concatenate(({', '.join(args)},), axis={dimension})"), onnx=onnx.concatenate)
 
 
 def concatenate(xs, dimension):
@@ -306,7 +307,7 @@ iota_p = Primitive("iota",
                    jvp=lambda primals, tangents, **params: (iota_p.bind(**params), None),
                    vjp=lambda g, out, **params: (),
                    # No operands, so never batched: vmap only reaches it unbatched.
-                   batch=lambda args, batch_dims, **params: (iota_p.bind(**params), None))
+                   batch=lambda args, batch_dims, **params: (iota_p.bind(**params), None), onnx=onnx.iota)
 
 
 def iota(dtype, shape, dimension=0):

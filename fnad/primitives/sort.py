@@ -15,6 +15,7 @@ from ..errors import ShapeError
 from ._rules import batch_size
 from . import shape as S
 from .structural import move_batch_axes
+from . import onnx_rules as onnx
 
 
 def _sort_shape(*operands, dimension, num_keys):
@@ -83,7 +84,7 @@ def _sort_batch(args, batch_dims, dimension, num_keys):
 
 
 sort_p = Primitive("sort", abstract_eval=_sort_shape, impl=_sort_impl,
-                   jvp=_sort_jvp, vjp=_sort_vjp, batch=_sort_batch, multiple_results=True)
+                   jvp=_sort_jvp, vjp=_sort_vjp, batch=_sort_batch, multiple_results=True, onnx=onnx.sort)
 
 
 def _dimension(dimension, ndim):

@@ -22,6 +22,7 @@ from ..kernels.cpu import reduce as reduce_kernels
 from ..kernels.cpu.elementwise import complex_only
 from ._rules import (batched_axes, unary_batch, linear, axes_reduction, shape_error,
                      compose_with_producer, identity_when_same_type)
+from . import onnx_rules as onnx
 
 
 # --------------------------------------------------------------------------- vmap helpers
@@ -172,7 +173,7 @@ broadcast_in_dim_p = linear(
     simplify=compose_with_producer(lambda inner, outer: {
         "shape": outer["shape"],
         "broadcast_dimensions": tuple(outer["broadcast_dimensions"][d]
-                                      for d in inner["broadcast_dimensions"])}))
+                                      for d in inner["broadcast_dimensions"])}), onnx=onnx.broadcast_in_dim)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
@@ -212,7 +213,7 @@ def numba_reshape(args, in_avals, out, **params):
 reshape_p = linear("reshape", lambda x, new_sizes: x.reshape(new_sizes), _reshape_shape,
                    lambda g, x, new_sizes: reshape(g, x.shape), batch=_reshape_batch,
                    simplify=compose_with_producer(lambda inner, outer: outer),
-                   numba_source=numba_reshape)
+                   numba_source=numba_reshape, onnx=onnx.reshape)
 
 
 def reshape(x, new_sizes):
@@ -247,7 +248,7 @@ transpose_p = linear(
                                                    for i in outer["permutation"])},
         is_identity=_identity_permutation),
     numba_source=lambda args, in_avals, out, permutation: (
-        f"np.ascontiguousarray(np.transpose({args[0]}, {tuple(permutation)!r}))"))
+        f"np.ascontiguousarray(np.transpose({args[0]}, {tuple(permutation)!r}))"), onnx=onnx.transpose)
 
 
 def transpose(x, permutation):
@@ -278,7 +279,8 @@ reduce_sum_p = axes_reduction(
     impl=lambda x, axes: reduce_kernels.wide_sum(x, axes, _wide_float(x.dtype)),
     jvp=lambda primals, tangents, axes: (reduce_sum(primals[0], axes),
                                          reduce_sum(tangents[0], axes)),
-    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes),))
+    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes),), onnx=onnx.reduction("ReduceSum"),
+    precision="float32")
 
 
 def reduce_sum(x, axes):
@@ -327,7 +329,7 @@ convert_element_type_p = elementwise_primitive(
     abstract_eval=_convert_shape,
     impl=_convert_impl,
     jvp=_convert_jvp, vjp=_convert_vjp, scalar="{new_dtype}({0})",
-    simplify=identity_when_same_type)
+    simplify=identity_when_same_type, onnx=onnx.convert_element_type)
 
 
 # --------------------------------------------------------------------------- real

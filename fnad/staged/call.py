@@ -5,8 +5,10 @@ function under grad, jvp, vmap or another jit is one equation whose rules transf
 the Program (staged/programs.py) and call the result: vmap(jit(f)) and grad(jit(f))
 stay single compiled calls. Its cpu kernel is the cpu backend's compiled program.
 """
+from ..dtypes import kind_of as dtype_kind
 from ..backend import host_kernel
 from ..core import Primitive
+from ..primitives import onnx_rules
 from ..primitives._rules import batch_size
 from ..primitives.structural import move_batch_axes
 from .programs import batched_program_as_traced, jvp_program, vjp_program
@@ -18,7 +20,7 @@ def call(closed, *args):
 
 
 def _jit_call_jvp(primals, tangents, program):
-    in_mask = tuple(t is not None and a.dtype.kind in "fc"
+    in_mask = tuple(t is not None and dtype_kind(a.dtype) in "fc"
                     for t, a in zip(tangents, program.in_avals))
     m = len(program.outputs)
     if not any(in_mask):
@@ -32,7 +34,7 @@ def _jit_call_vjp(cts, outs, *args, program):
     ct_mask = tuple(c is not None for c in cts)
     float_cts = call(vjp_program(program, ct_mask), *args, *[c for c in cts if c is not None])
     result = [None] * len(args)
-    floats = [i for i, a in enumerate(program.in_avals) if a.dtype.kind in "fc"]
+    floats = [i for i, a in enumerate(program.in_avals) if dtype_kind(a.dtype) in "fc"]
     for i, c in zip(floats, float_cts):
         result[i] = c
     return result
@@ -51,4 +53,4 @@ jit_call_p = Primitive(
     "jit_call",
     abstract_eval=lambda *avals, program: program.out_avals,
     impl=host_kernel("jit_call"), jvp=_jit_call_jvp, vjp=_jit_call_vjp,
-    batch=_jit_call_batch, multiple_results=True)
+    batch=_jit_call_batch, multiple_results=True, onnx=onnx_rules.jit_call)

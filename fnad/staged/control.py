@@ -20,6 +20,7 @@ over compiled sub-programs that any backend can fall back on.
 """
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..backend import host_kernel
 from ..core import Primitive, current_trace
 from ..abstract import ShapedArray
@@ -28,6 +29,7 @@ from ..program import Program, Var, per_program
 from ..primitives.elementwise import select_p, eq_p, gt_p, clamp_p, convert_element_type_p
 from ..primitives.reduce import reduce_max_p
 from ..primitives.shape import broadcast_in_dim
+from ..primitives import onnx_rules
 from ..primitives._rules import batch_size, zeros
 from ..primitives.structural import broadcast_batch_where, move_batch_axes, move_batch_axis
 from ..transforms.custom import CustomRules
@@ -49,7 +51,7 @@ _zeros_like = _zeros      # anything with .shape and .dtype
 
 
 def _is_float(x):
-    return x.dtype.kind in "fc"
+    return dtype_kind(x.dtype) in "fc"
 
 
 def _split(seq, *sizes):
@@ -129,7 +131,7 @@ def _masked(values, mask):
 # --------------------------------------------------------------------------- cond
 
 def _cond_abstract_eval(index, *operands, branches):
-    if index.shape != () or index.dtype.kind not in "iu":
+    if index.shape != () or dtype_kind(index.dtype) not in "iu":
         raise DTypeError(f"cond/switch: the branch index must be an integer scalar, got "
                          f"{index}")
     for i, branch in enumerate(branches):
@@ -225,7 +227,8 @@ def _cond_batch(args, dims, branches):
 
 
 cond_p = Primitive("cond", abstract_eval=_cond_abstract_eval, impl=host_kernel("cond"),
-                   jvp=_cond_jvp, vjp=_cond_vjp, batch=_cond_batch, multiple_results=True)
+                   jvp=_cond_jvp, vjp=_cond_vjp, batch=_cond_batch, multiple_results=True,
+                   onnx=onnx_rules.cond)
 
 
 # --------------------------------------------------------------------------- while
@@ -235,7 +238,7 @@ def _while_abstract_eval(*avals, cond, body, cond_nconsts, body_nconsts):
     if list(cond.in_avals) != cond_consts + carry:
         raise ShapeError(f"while_loop: cond_fun takes {_describe(cond.in_avals)} but is "
                          f"given {_describe(cond_consts + carry)}")
-    if [(a.shape, a.dtype.kind) for a in cond.out_avals] != [((), "b")]:
+    if [(a.shape, dtype_kind(a.dtype)) for a in cond.out_avals] != [((), "b")]:
         raise DTypeError(f"while_loop: cond_fun must return one boolean scalar, got "
                          f"{_describe(cond.out_avals)}")
     if list(body.in_avals) != body_consts + carry:
@@ -342,7 +345,7 @@ def _frozen_while(cond, body, cc_b, bc_b, size):
 
 while_p = Primitive("while", abstract_eval=_while_abstract_eval, impl=host_kernel("while"),
                     jvp=_while_jvp, vjp=_while_vjp, batch=_while_batch,
-                    multiple_results=True)
+                    multiple_results=True, onnx=onnx_rules.while_)
 
 
 # --------------------------------------------------------------------------- scan
@@ -498,4 +501,5 @@ def _scan_batch(args, dims, body, num_consts, num_carry, length, reverse):
 
 
 scan_p = ScanPrimitive("scan", abstract_eval=_scan_abstract_eval, impl=host_kernel("scan"),
-                   jvp=_scan_jvp, vjp=_scan_vjp, batch=_scan_batch, multiple_results=True)
+                   jvp=_scan_jvp, vjp=_scan_vjp, batch=_scan_batch, multiple_results=True,
+                   onnx=onnx_rules.scan)

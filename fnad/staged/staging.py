@@ -12,6 +12,7 @@ from ..abstract import get_aval
 from ..array import Array
 from ..core import Primitive, Trace, Tracer, bind_custom, current_trace, use_trace
 from ..errors import ConcretizationError, EscapedTracerError
+from ..primitives import onnx_rules
 from ..primitives._rules import batch_size
 from ..primitives.structural import move_batch_axes
 from ..program import ClosedProgram, Equation, Literal, Program, Var, evaluate
@@ -148,4 +149,4 @@ custom_call_p = CustomCallPrimitive(
     jvp=lambda primals, tangents, rules, program: rules.jvp(primals, tangents),
     vjp=lambda cts, outs, *args, rules, program: rules.bwd(rules.fwd(list(args))[1], cts),
     batch=_custom_call_batch,
-    multiple_results=True)
+    multiple_results=True, onnx=onnx_rules.custom_call)

@@ -14,7 +14,9 @@ checkpoint_name is the identity primitive the checkpoint policies look for.
 """
 import functools
 
+from ..dtypes import kind_of as dtype_kind
 from ..core import Primitive, bind_custom
+from ..primitives import onnx_rules
 from ..tree_util import register_pytree_node, tree_flatten, tree_unflatten
 from ._util import as_value, zeros_like, check_argnums, resolve_argnums
 from .jvp import jvp as _jvp
@@ -29,7 +31,7 @@ class CustomRules:
 
 
 def _is_float(x):
-    return x.dtype.kind in "fc"
+    return dtype_kind(x.dtype) in "fc"
 
 
 def pullback_floats(flat_fun, point, cotangents):
@@ -334,7 +336,8 @@ checkpoint_name_p = Primitive(
     vjp=lambda cotangent, out, x, name: [cotangent],
     batch=_name_batch,
     index_map=lambda out_indices, in_shape, name: list(out_indices),
-    simplify=lambda eqn, producer_of: eqn.inputs[0])
+    simplify=lambda eqn, producer_of: eqn.inputs[0],
+    onnx=onnx_rules.node("Identity"))
 
 
 def checkpoint_name(x, name):

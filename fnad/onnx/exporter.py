@@ -1,0 +1,372 @@
+"""fnad.onnx.export: a jittable function as an ONNX model.
+
+The function is staged to a Program exactly as jit stages it, and each equation is
+written by its primitive's `onnx=` rule (see builder.py for the convention). Symbolic
+axes (dynamic_axes) are found by staging again at other sizes of each axis: a
+dimension that moves moves linearly (c0 + a * size), and is computed at run time from
+the graph input that carries the axis; a literal, a captured constant or a param that
+moves with the size (and that the rule cannot express as a shape) pins the axis, and
+the error names the equation.
+"""
+import inspect
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .. import numpy as fnp
+from ..abstract import ShapedArray
+from ..core import Trace, current_trace, use_trace
+from ..errors import DynamicAxisError, UnsupportedPrimitiveError
+from ..program import ClosedProgram, Literal, Program
+from ..staged.staging import stage
+from ..tree_util import (DictKey, GetAttrKey, SequenceKey, tree_flatten,
+                         tree_flatten_with_path, tree_unflatten)
+from .builder import Builder, Dim, PinnedParams, value_info
+
+DEFAULT_OPSET = 18
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def export(fun, *example_args, params=None, path=None, input_names=None,
+           output_names=None, dynamic_axes=None, opset=DEFAULT_OPSET, doc_string=""):
+    """Export `fun` as an onnx.ModelProto (also written to `path` when given).
+
+    fun(*example_args) -> a pytree of arrays; with `params=`, fun(params,
+    *example_args) and the leaves of `params` become the model's initializers (named
+    by their tree paths, e.g. ``params/0/w``) while the example arguments become its
+    inputs. Input names default to the function's argument names joined with their
+    tree paths (``batch/image``); output names to ``output`` (``output/0`` ... for a
+    pytree). `dynamic_axes` makes dimensions symbolic, as in torch.onnx.export:
+    ``{"x": {0: "batch"}}`` or ``{"x": [0]}``, keyed by input (or output) names.
+    """
+    if opset < 17:
+        raise ValueError(f"fnad.onnx.export: opset {opset} is older than 17, the first "
+                         f"with every operator the lowering rules use")
+    args = ((params,) if params is not None else ()) + tuple(example_args)
+    pairs, in_tree = tree_flatten_with_path(args)
+    leaves = [fnp.asarray(x) for _, x in pairs]
+    names = _input_names(fun, pairs, params is not None)
+    n_params = len(tree_flatten(params)[0]) if params is not None else 0
+    if input_names is not None:
+        if len(input_names) != len(names) - n_params:
+            raise ValueError(f"fnad.onnx.export: input_names has {len(input_names)} names "
+                             f"but the example arguments have {len(names) - n_params} "
+                             f"leaves: {names[n_params:]}")
+        names[n_params:] = list(input_names)
+    symbols = _symbols(dynamic_axes or {}, names, leaves, n_params)
+
+    out_info = {}
+
+    def flat_fun(*xs):
+        out = fun(*tree_unflatten(in_tree, list(xs)))
+        out_pairs, out_info["tree"] = tree_flatten_with_path(out)
+        out_info["paths"] = [p for p, _ in out_pairs]
+        return [o for _, o in out_pairs]
+
+    base_avals = [ShapedArray(x.shape, x.dtype) for x in leaves]
+    base = stage(flat_fun, base_avals)
+    out_paths = out_info["paths"]
+    variants = []
+    for s, (occurrences, size) in symbols.items():
+        for step in (1, 2):
+            avals = list(base_avals)
+            for i, axis in occurrences:
+                shape = list(avals[i].shape)
+                shape[axis] = size + step
+                avals[i] = ShapedArray(tuple(shape), avals[i].dtype)
+            variants.append((s, step, stage(flat_fun, avals)))
+    dims, varying = {}, {}
+    sizes = {s: size for s, (_, size) in symbols.items()}
+    fills = _check_consts(base, variants)
+    _align(base.program, [(s, st, v.program) for s, st, v in variants], sizes, dims, varying)
+
+    b = Builder(opset, dims, varying, {},
+                locate=lambda eqn: _locate(fun, args, eqn.prim))
+    program = base.program
+    n_consts = len(base.consts)
+    initializers, graph_inputs, env_inputs = [], [], []
+    for s, (occurrences, _) in symbols.items():
+        i, axis = occurrences[0]
+        b.symbols[s] = b.op("Shape", names[i], start=axis, end=axis + 1)
+    for i, c in enumerate(base.consts):
+        name = f"const/{i}"
+        c = np.asarray(c)
+        if i in fills:
+            name = b.op("Expand", b.const(c.flat[0]), b.shape_tensor(dims[program.invars[i]]))
+        else:
+            initializers.append(numpy_helper.from_array(c, name))
+        env_inputs.append(name)
+    for k, (name, v) in enumerate(zip(names, program.invars[n_consts:])):
+        if k < n_params:
+            initializers.append(numpy_helper.from_array(np.asarray(leaves[k]), name))
+        else:
+            graph_inputs.append(value_info(name, v.aval.dtype, dims.get(v, v.aval.shape)))
+        env_inputs.append(name)
+    try:
+        outs = b.lower(program, env_inputs)
+    except PinnedParams as err:
+        raise DynamicAxisError(_pinned_message(err, symbols, fun, args)) from None
+
+    out_names = _output_names(out_paths, output_names)
+    out_dyn = {k: v for k, v in (dynamic_axes or {}).items() if k in out_names}
+    graph_outputs = []
+    for name, atom in zip(out_names, outs):
+        b.nodes.append(helper.make_node("Identity", [atom], [name], name=b.fresh("n_out")))
+    for name, atom in zip(out_names, program.outputs):
+        odims = list(atom.aval.shape if isinstance(atom, Literal)
+                     else dims.get(atom, atom.aval.shape))
+        for axis, label in _axes(out_dyn.get(name, {}), name).items():
+            if not isinstance(odims[axis], Dim):
+                raise DynamicAxisError(
+                    f"fnad.onnx.export: dynamic_axes names axis {axis} of output {name!r}, "
+                    f"but that axis has a fixed size {odims[axis]}: it depends on no "
+                    f"dynamic input axis")
+            odims[axis] = Dim(0, {label: 1}) if odims[axis].symbol is None else odims[axis]
+        graph_outputs.append(value_info(name, atom.aval.dtype, odims))
+    graph = helper.make_graph(b.nodes, getattr(fun, "__name__", "fnad_function"),
+                              graph_inputs, graph_outputs, initializer=initializers)
+    model = helper.make_model(graph, producer_name="fnad", doc_string=doc_string,
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = min(model.ir_version, 10)
+    if path is not None:
+        onnx.save(model, os.fspath(path))
+    return model
+
+
+# --------------------------------------------------------------------------- names
+
+def _key_text(key):
+    if isinstance(key, SequenceKey):
+        return str(key.idx)
+    if isinstance(key, DictKey):
+        return str(key.key)
+    if isinstance(key, GetAttrKey):
+        return key.name
+    return str(key)
+
+
+def _input_names(fun, pairs, has_params):
+    try:
+        arg_names = [p.name for p in inspect.signature(fun).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        arg_names = []
+    names = []
+    for path, _ in pairs:
+        k = path[0].idx
+        head = ("params" if has_params and k == 0
+                else arg_names[k] if k < len(arg_names) else f"input{k - has_params}")
+        names.append("/".join([head] + [_key_text(p) for p in path[1:]]))
+    return names
+
+
+def _output_names(paths, given):
+    names = ["/".join(["output"] + [_key_text(p) for p in path]) for path in paths]
+    if given is not None:
+        if len(given) != len(names):
+            raise ValueError(f"fnad.onnx.export: output_names has {len(given)} names but "
+                             f"the function returns {len(names)} arrays: {names}")
+        names = list(given)
+    return names
+
+
+def _axes(spec, name):
+    if isinstance(spec, dict):
+        return {int(a): str(s) for a, s in spec.items()}
+    return {int(a): f"{name}_dim{a}" for a in spec}
+
+
+def _symbols(dynamic_axes, names, leaves, n_params):
+    """symbol -> ([(leaf index, axis), ...], the example's size of that axis)."""
+    symbols = {}
+    for name, spec in dynamic_axes.items():
+        if name not in names:
+            continue            # an output's axis: checked once outputs are known
+        i = names.index(name)
+        if i < n_params:
+            raise DynamicAxisError(f"fnad.onnx.export: {name!r} is a parameter "
+                                   f"(initializer); only inputs can have dynamic axes")
+        for axis, s in _axes(spec, name).items():
+            shape = leaves[i].shape
+            if not -len(shape) <= axis < len(shape):
+                raise DynamicAxisError(f"fnad.onnx.export: dynamic_axes names axis {axis} "
+                                       f"of input {name!r}, which has shape {shape}")
+            axis %= len(shape)
+            occ, size = symbols.setdefault(s, ([], shape[axis]))
+            if shape[axis] != size:
+                raise DynamicAxisError(
+                    f"fnad.onnx.export: the dynamic axis {s!r} has size {size} in one "
+                    f"input and {shape[axis]} in {name!r}; one symbol, one size")
+            occ.append((i, axis))
+    return symbols
+
+
+# --------------------------------------------------------------------------- symbolic dims
+
+def _check_consts(base, variants):
+    """Indices of the captured constants that move with a size. Only a constant fill
+    (fnp.zeros((batch, n)), the usual initial carry) may: it becomes an Expand of its
+    value to a run-time shape; any other pins the axis."""
+    fills = set()
+    for s, _, v in variants:
+        for k, (c0, c1) in enumerate(zip(base.consts, v.consts)):
+            a0, a1 = np.asarray(c0), np.asarray(c1)
+            if a0.shape == a1.shape and np.array_equal(a0, a1, equal_nan=True):
+                continue
+            if a0.size and a1.size and _is_fill(a0) and _is_fill(a1) and \
+                    np.array_equal(a0.flat[0], a1.flat[0], equal_nan=True):
+                fills.add(k)
+                continue
+            raise DynamicAxisError(
+                f"fnad.onnx.export: a constant of shape {a0.shape} captured while "
+                f"staging changes with the size of dynamic axis {s!r}, so the model "
+                f"cannot keep that axis symbolic; compute it from the inputs")
+    return fills
+
+
+def _is_fill(a):
+    return bool(np.all((a == a.flat[0]) | (np.isnan(a) & np.isnan(a.flat[0]))
+                       if a.dtype.kind in "fc" else a == a.flat[0]))
+
+
+def _linear_dims(base_shape, variant_shapes, sizes):
+    dims = []
+    for k, d0 in enumerate(base_shape):
+        coeffs = {}
+        for s, step, shape in variant_shapes:
+            delta = shape[k] - d0
+            if step == 1:
+                coeffs[s] = delta
+            elif delta != 2 * coeffs.get(s, 0):
+                raise DynamicAxisError(
+                    f"fnad.onnx.export: a dimension of size {d0} grows non-linearly with "
+                    f"the dynamic axis {s!r}; ONNX shapes here must be linear in it")
+        coeffs = {s: a for s, a in coeffs.items() if a}
+        if coeffs:
+            dims.append(Dim(d0 - sum(a * sizes[s] for s, a in coeffs.items()), coeffs))
+        else:
+            dims.append(d0)
+    return tuple(dims)
+
+
+def _assign(base_vars, variant_vars, variants, sizes, dims):
+    for k, v in enumerate(base_vars):
+        if isinstance(v, Literal):
+            continue
+        shapes = [(s, st, vv[k].aval.shape) for (s, st, _), vv in zip(variants, variant_vars)]
+        dims[v] = _linear_dims(v.aval.shape, shapes, sizes)
+
+
+def _align(base, variants, sizes, dims, varying):
+    """Walk `base` and its restagings in lockstep: dims of every var, and per equation
+    the params (or literal operands) that move with a size."""
+    for _, _, p in variants:
+        if len(p.eqns) != len(base.eqns) or any(
+                e.prim is not f.prim for e, f in zip(base.eqns, p.eqns)):
+            first = next((e for e, f in zip(base.eqns, p.eqns) if e.prim is not f.prim),
+                         base.eqns[min(len(base.eqns), len(p.eqns)) - 1] if base.eqns else None)
+            raise DynamicAxisError(
+                f"fnad.onnx.export: the staged program changes structure with the size of "
+                f"a dynamic axis (near {first.prim.name if first else 'its end'}): the "
+                f"function branches in Python on that size, so the axis cannot be symbolic")
+    _assign(base.invars, [p.invars for _, _, p in variants], variants, sizes, dims)
+    for i, eqn in enumerate(base.eqns):
+        others = [p.eqns[i] for _, _, p in variants]
+        moved = set()
+        for k, a in enumerate(eqn.inputs):
+            if isinstance(a, Literal) and any(
+                    not isinstance(o.inputs[k], Literal) or o.inputs[k].key() != a.key()
+                    for o in others):
+                moved.add(f"<literal operand {k}: {a!r}>")
+        for key, value in eqn.params.items():
+            subs = _programs(value)
+            if subs:
+                for j, sub in enumerate(subs):
+                    _align(sub, [(s, st, _programs(o.params[key])[j])
+                                 for (s, st, _), o in zip(variants, others)],
+                           sizes, dims, varying)
+            elif any(not _same(value, o.params[key]) for o in others):
+                moved.add(key)
+        if moved:
+            varying[eqn] = moved
+        _assign(eqn.outputs, [o.outputs for o in others], variants, sizes, dims)
+
+
+def _programs(value):
+    if isinstance(value, Program):
+        return [value]
+    if isinstance(value, ClosedProgram):
+        return [value.program]
+    if isinstance(value, (tuple, list)) and value and all(_programs(v) for v in value):
+        return [p for v in value for p in _programs(v)]
+    return []
+
+
+def _same(a, b):
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def _pinned_message(err, symbols, fun, args):
+    where = _locate(fun, args, err.eqn.prim)
+    at = f" at {where}" if where else ""
+    return (f"fnad.onnx.export: equation {err.eqn.prim.name}{at} pins a dynamic axis "
+            f"({', '.join(sorted(symbols))}): its {', '.join(err.params)} changes with the "
+            f"axis's size, and ONNX cannot compute it from the input's shape. Keep that "
+            f"axis static, or write the function so the size does not enter the "
+            f"computation as a number (e.g. use mean over fixed axes only).")
+
+
+# --------------------------------------------------------------------------- locating
+
+class _Locator(Trace):
+    """Runs the function eagerly and notes the user's line that first binds the
+    primitive (or a call whose program holds it)."""
+    name = "onnx export"
+
+    def __init__(self, parent, prim):
+        super().__init__(parent)
+        self.prim, self.where = prim, None
+
+    def process(self, prim, args, params):
+        if self.where is None and (prim is self.prim or any(
+                _holds(p, self.prim) for v in params.values() for p in _programs(v))):
+            self.where = _user_frame()
+        return self.bind_in_parent(prim, args, params)
+
+    def process_custom(self, rules, args):
+        return rules.fun(list(args))
+
+
+def _holds(program, prim):
+    return any(e.prim is prim or any(_holds(p, prim) for v in e.params.values()
+                                     for p in _programs(v)) for e in program.eqns)
+
+
+def _user_frame():
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    return f"{frame.f_code.co_filename}:{frame.f_lineno} in {frame.f_code.co_name}"
+
+
+def _locate(fun, args, prim):
+    locator = _Locator(current_trace(), prim)
+    try:
+        with use_trace(locator):
+            fun(*args)
+    except Exception:   # noqa: BLE001 - locating is best effort; the export error stands
+        pass
+    finally:
+        locator.alive = False
+    return locator.where
+
+
+__all__ = ["export", "UnsupportedPrimitiveError"]

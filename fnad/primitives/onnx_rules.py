@@ -1,0 +1,503 @@
+"""ONNX lowerings: the `onnx=` rule of every primitive that has one, by family.
+
+A rule is ``rule(b, *inputs, **params) -> output name (a list for several)``: `b` is
+the builder of fnad.onnx (passed in at export time, so this module never imports
+onnx), `inputs` the ONNX names of the operands. Each rule keeps numpy's semantics
+where ONNX's operator differs (NaN through max/min, the sign of a remainder, rounding
+halves away from zero), so the exported model computes what fnad computes.
+"""
+import numpy as np
+
+INT64_MAX = np.iinfo(np.int64).max
+
+
+def node(op_type, **attrs):
+    """The rule of a primitive that is one ONNX operator."""
+    def rule(b, *xs, **params):
+        return b.op(op_type, *xs, **attrs)
+    rule.__name__ = op_type
+    return rule
+
+
+def _is_float(b, x):
+    return b.dtype(x).kind == "f"
+
+
+# --------------------------------------------------------------------------- elementwise
+
+def _nan_through(b, out, *xs):
+    """numpy's maximum/minimum/sign give NaN for a NaN operand; ONNX leaves it open."""
+    for x in reversed(xs):
+        if _is_float(b, x):
+            out = b.op("Where", b.op("IsNaN", x), x, out)
+    return out
+
+
+def maximum(b, x, y):
+    return _nan_through(b, b.op("Max", x, y), x, y)
+
+
+def minimum(b, x, y):
+    return _nan_through(b, b.op("Min", x, y), x, y)
+
+
+def clamp(b, lo, x, hi):
+    return _nan_through(b, b.op("Min", b.op("Max", x, lo), hi), lo, x, hi)
+
+
+def sign(b, x):
+    return _nan_through(b, b.op("Sign", x), x)
+
+
+def log1p(b, x):
+    return b.op("Log", b.op("Add", x, b.scalar_like(1, x)))
+
+
+def expm1(b, x):
+    return b.op("Sub", b.op("Exp", x), b.scalar_like(1, x))
+
+
+def rsqrt(b, x):
+    return b.op("Reciprocal", b.op("Sqrt", x))
+
+
+def cbrt(b, x):
+    return b.op("Mul", b.op("Sign", x),
+                b.op("Pow", b.op("Abs", x), b.scalar_like(1 / 3, x)))
+
+
+def hypot(b, x, y):
+    return b.op("Sqrt", b.op("Add", b.op("Mul", x, x), b.op("Mul", y, y)))
+
+
+def round_(b, x, rounding_method):
+    if rounding_method == 1:        # to nearest even: ONNX's Round
+        return b.op("Round", x)
+    a = b.op("Abs", x)
+    t = b.op("Floor", a)
+    up = b.op("GreaterOrEqual", b.op("Sub", a, t), b.scalar_like(0.5, x))
+    r = b.op("Where", up, b.op("Add", t, b.scalar_like(1, x)), t)
+    return _nan_through(b, b.op("Mul", b.op("Sign", x), r), x)
+
+
+def is_finite(b, x):
+    return b.op("Not", b.op("Or", b.op("IsInf", x), b.op("IsNaN", x)))
+
+
+def _logical(bool_op, bitwise_op):
+    def rule(b, *xs):
+        if b.dtype(xs[0]) == np.bool_:
+            return b.op(bool_op, *xs)
+        if b.opset < 18:
+            b.fail(f"bitwise {bitwise_op} on integers needs opset 18 or later")
+        return b.op(bitwise_op, *xs)
+    return rule
+
+
+not_ = _logical("Not", "BitwiseNot")
+and_ = _logical("And", "BitwiseAnd")
+or_ = _logical("Or", "BitwiseOr")
+xor = _logical("Xor", "BitwiseXor")
+
+
+def ne(b, x, y):
+    return b.op("Not", b.op("Equal", x, y))
+
+
+def integer_pow(b, x, y):
+    if y == 0:
+        return b.op("ConstantOfShape", b.op("Shape", x),
+                    value=b.tensor(np.ones(1, b.dtype(x))))
+    if y < 0 and not _is_float(b, x):
+        b.fail("a negative integer power of an integer")
+    # Square and multiply, as numpy's integer powers: exact for the small exponents
+    # models use (x*x for y=2), no exp/log round trip.
+    acc, base, n = None, x, abs(y)
+    while n:
+        if n & 1:
+            acc = base if acc is None else b.op("Mul", acc, base)
+        n >>= 1
+        if n:
+            base = b.op("Mul", base, base)
+    return b.op("Reciprocal", acc) if y < 0 else acc
+
+
+def rem(b, x, y):
+    return b.op("Mod", x, y, fmod=1)
+
+
+def remainder(b, x, y):
+    if not _is_float(b, x):
+        return b.op("Mod", x, y, fmod=0)
+    r = b.op("Mod", x, y, fmod=1)
+    zero = b.scalar_like(0, x)
+    fix = b.op("And", b.op("Not", b.op("Equal", r, zero)),
+               b.op("Xor", b.op("Less", r, zero), b.op("Less", y, zero)))
+    return b.op("Where", fix, b.op("Add", r, y), r)
+
+
+def floor_divide(b, x, y):
+    if _is_float(b, x):
+        return b.op("Floor", b.op("Div", x, y))
+    q = b.op("Div", x, y)
+    zero = b.scalar_like(0, x)
+    inexact = b.op("Not", b.op("Equal", b.op("Mod", x, y, fmod=1), zero))
+    signs = b.op("Xor", b.op("Less", x, zero), b.op("Less", y, zero))
+    return b.op("Sub", q, b.cast(b.op("And", inexact, signs), b.dtype(x)))
+
+
+def convert_element_type(b, x, new_dtype):
+    return b.cast(x, new_dtype)
+
+
+def select(b, pred, on_true, on_false):
+    return b.op("Where", pred, on_true, on_false)
+
+
+# --------------------------------------------------------------------------- structure
+
+def broadcast_in_dim(b, x, shape, broadcast_dimensions):
+    order = sorted(range(len(broadcast_dimensions)), key=lambda i: broadcast_dimensions[i])
+    same = (order == list(range(len(order))) and len(shape) == b.aval(x).ndim
+            and tuple(shape) == tuple(b.aval(x).shape))
+    if same and b.dims_of(x) == b.out_dims():
+        return b.op("Identity", x)
+    if order != list(range(len(order))):
+        x = b.op("Transpose", x, perm=order)
+    kept = sorted(broadcast_dimensions)
+    new_axes = [i for i in range(len(shape)) if i not in kept]
+    if new_axes:
+        x = b.op("Unsqueeze", x, b.ints(new_axes))
+    return b.op("Expand", x, b.out_shape(covers=("shape",)))
+
+
+def reshape(b, x, new_sizes):
+    zero = any(d == 0 for d in b.out_dims() if isinstance(d, int))
+    return b.op("Reshape", x, b.out_shape(covers=("new_sizes",)),
+                allowzero=1 if zero else None)
+
+
+def transpose(b, x, permutation):
+    return b.op("Transpose", x, perm=list(permutation))
+
+
+def squeeze(b, x, dimensions):
+    return b.op("Squeeze", x, b.ints(dimensions)) if dimensions else b.op("Identity", x)
+
+
+def expand_dims(b, x, dimensions):
+    return b.op("Unsqueeze", x, b.ints(dimensions)) if dimensions else b.op("Identity", x)
+
+
+def rev(b, x, dimensions):
+    if not dimensions:
+        return b.op("Identity", x)
+    n = len(dimensions)
+    return b.op("Slice", x, b.ints([-1] * n), b.ints([np.iinfo(np.int64).min] * n),
+                b.ints(dimensions), b.ints([-1] * n))
+
+
+def slice_(b, x, start_indices, limit_indices, strides):
+    strides = strides or (1,) * len(start_indices)
+    dims, shape = b.dims_of(x), b.aval(x).shape
+    axes, starts, ends, steps = [], [], [], []
+    symbolic_limits_full = True
+    for k, (s, e, st) in enumerate(zip(start_indices, limit_indices, strides)):
+        symbolic = b.is_symbolic(dims[k])
+        if s == 0 and e == shape[k] and st == 1:
+            continue            # the whole axis: whatever its size at run time
+        if symbolic and e == shape[k]:
+            e = INT64_MAX       # up to the end, whatever the size
+        elif symbolic:
+            symbolic_limits_full = False
+        axes.append(k)
+        starts.append(s)
+        ends.append(e)
+        steps.append(st)
+    if symbolic_limits_full:
+        b.cover("limit_indices")
+    if not axes:
+        return b.op("Identity", x)
+    return b.op("Slice", x, b.ints(starts), b.ints(ends), b.ints(axes), b.ints(steps))
+
+
+def concatenate(b, *xs, dimension):
+    return b.op("Concat", *xs, axis=int(dimension))
+
+
+def pad(b, x, padding_value, padding_config):
+    if any(interior for _, _, interior in padding_config):
+        b.fail("interior (dilating) padding has no ONNX Pad form")
+    lo = [int(p[0]) for p in padding_config]
+    hi = [int(p[1]) for p in padding_config]
+    return b.op("Pad", x, b.ints(lo + hi), padding_value, mode="constant")
+
+
+def iota(b, dtype, shape, dimension):
+    n = b.op("Squeeze", b.size(b.out_dims()[dimension]), b.ints([0]))
+    if np.dtype(dtype) in (np.float32, np.float64, np.int16, np.int32, np.int64):
+        r = b.op("Range", b.scalar(0, dtype), b.cast(n, dtype), b.scalar(1, dtype))
+    else:
+        r = b.cast(b.op("Range", b.scalar(0, np.int64), n, b.scalar(1, np.int64)), dtype)
+    ones = [i for i in range(len(shape)) if i != dimension]
+    if ones:
+        r = b.op("Unsqueeze", r, b.ints(ones))
+    return b.op("Expand", r, b.out_shape(covers=("shape",)))
+
+
+# --------------------------------------------------------------------------- reductions
+
+def reduction(op_type):
+    def rule(b, x, axes):
+        return b.reduce(op_type, x, axes)
+    rule.__name__ = op_type
+    return rule
+
+
+def arg_reduction(op_type):
+    def rule(b, x, axis, index_dtype):
+        return b.cast(b.op(op_type, x, axis=int(axis), keepdims=0), index_dtype)
+    rule.__name__ = op_type
+    return rule
+
+
+def cumsum(b, x, axis, reverse):
+    return b.op("CumSum", x, b.const(np.int64(axis)), reverse=int(bool(reverse)))
+
+
+# --------------------------------------------------------------------------- dot, conv
+
+def dot_general(b, lhs, rhs, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    nl, nr = b.aval(lhs).ndim, b.aval(rhs).ndim
+    nb = len(lb)
+    leading = tuple(range(nb))
+    if tuple(lb) == leading and tuple(rb) == leading and len(lc) == 1 and \
+            lc[0] == nl - 1 and nl >= nb + 1 and nr in (nb + 1, nb + 2) and \
+            rc[0] == nb and (nb == 0 or nl == nb + 2):
+        return b.op("MatMul", lhs, rhs)
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    lsub = [None] * nl
+    rsub = [None] * nr
+    batch = []
+    for i, j in zip(lb, rb):
+        lsub[i] = rsub[j] = next(letters)
+        batch.append(lsub[i])
+    for i, j in zip(lc, rc):
+        lsub[i] = rsub[j] = next(letters)
+    lfree = [lsub.__setitem__(i, next(letters)) or lsub[i]
+             for i in range(nl) if lsub[i] is None]
+    rfree = [rsub.__setitem__(i, next(letters)) or rsub[i]
+             for i in range(nr) if rsub[i] is None]
+    eq = f"{''.join(lsub)},{''.join(rsub)}->{''.join(batch + lfree + rfree)}"
+    return b.op("Einsum", lhs, rhs, equation=eq)
+
+
+def conv_general_dilated(b, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                         feature_group_count, **params):
+    if any(d != 1 for d in lhs_dilation):
+        b.fail("a convolution with lhs_dilation (a transposed convolution) has no lowering")
+    if any(lo < 0 or hi < 0 for lo, hi in padding):
+        b.fail(f"negative convolution padding {padding} has no ONNX Conv form")
+    return b.op("Conv", lhs, rhs, strides=list(window_strides),
+                pads=[lo for lo, _ in padding] + [hi for _, hi in padding],
+                dilations=list(rhs_dilation), group=int(feature_group_count))
+
+
+def _pool(b, x, window_dimensions, window_strides, padding, pool):
+    """Pool over the axes with a window: the others (window 1, stride 1, no padding)
+    become ONNX's N and C, moved in front by a transpose."""
+    n = len(window_dimensions)
+    plain = [k for k in range(n) if window_dimensions[k] == 1 and window_strides[k] == 1
+             and tuple(padding[k]) == (0, 0)]
+    spatial = [k for k in range(n) if k not in plain]
+    if not spatial:
+        return b.op("Identity", x)
+    if len(plain) > 2:
+        b.fail(f"a window over {n} axes with {len(plain)} unwindowed ones (ONNX pools "
+               f"take at most a batch and a channel axis)")
+    extra = 2 - len(plain)
+    perm = plain + spatial
+    y = b.op("Transpose", x, perm=perm) if perm != list(range(n)) else x
+    if extra:
+        y = b.op("Unsqueeze", y, b.ints(list(range(extra))))
+    y = pool(y, kernel_shape=[window_dimensions[k] for k in spatial],
+             strides=[window_strides[k] for k in spatial],
+             pads=[padding[k][0] for k in spatial] + [padding[k][1] for k in spatial])
+    if extra:
+        y = b.op("Squeeze", y, b.ints(list(range(extra))))
+    inverse = list(np.argsort(perm))
+    return b.op("Transpose", y, perm=inverse) if perm != list(range(n)) else y
+
+
+def reduce_window_max(b, x, window_dimensions, window_strides, padding):
+    if not _is_float(b, x):
+        b.fail("MaxPool takes floating-point values only")
+    return _pool(b, x, window_dimensions, window_strides, padding,
+                 lambda y, **a: b.op("MaxPool", y, **a))
+
+
+def reduce_window_min(b, x, window_dimensions, window_strides, padding):
+    if not _is_float(b, x):
+        b.fail("MaxPool takes floating-point values only")
+    return b.op("Neg", _pool(b, b.op("Neg", x), window_dimensions, window_strides, padding,
+                             lambda y, **a: b.op("MaxPool", y, **a)))
+
+
+def reduce_window_sum(b, x, window_dimensions, window_strides, padding):
+    if not _is_float(b, x):
+        b.fail("AveragePool takes floating-point values only")
+    size = int(np.prod([d for d in window_dimensions]))
+    avg = _pool(b, x, window_dimensions, window_strides, padding,
+                lambda y, **a: b.op("AveragePool", y, count_include_pad=1, **a))
+    return b.op("Mul", avg, b.scalar_like(size, x))
+
+
+# --------------------------------------------------------------------------- sort, index
+
+def sort(b, *operands, dimension, num_keys):
+    if num_keys != 1:
+        b.fail("sorting by more than one key has no ONNX form (TopK takes one)")
+    k = b.size(b.dims_of(operands[0])[dimension])
+    values, perm = b.op("TopK", operands[0], k, axis=int(dimension), largest=0, sorted=1,
+                        outputs=2)
+    return [values] + [b.op("GatherElements", x, perm, axis=int(dimension))
+                       for x in operands[1:]]
+
+
+def _index_rows(b, operand, indices, mode):
+    """GatherND/ScatterND indices with numpy's negatives and fnad's `mode` applied:
+    (int64 indices inside the operand, a boolean mask of the in-range rows or None)."""
+    k = b.aval(indices).shape[-1]
+    idx = b.cast(indices, np.int64)
+    sizes = b.op("Shape", operand, start=0, end=k)
+    zero = b.const(np.int64(0))
+    idx = b.op("Where", b.op("Less", idx, zero), b.op("Add", idx, sizes), idx)
+    inside = None
+    if mode == "fill":
+        ok = b.op("And", b.op("GreaterOrEqual", idx, zero), b.op("Less", idx, sizes))
+        inside = b.op("ReduceMin", b.cast(ok, np.int32), b.ints([-1]), keepdims=0)
+        inside = b.cast(inside, np.bool_)
+    idx = b.op("Max", b.op("Min", idx, b.op("Sub", sizes, b.const(np.int64(1)))), zero)
+    return idx, inside
+
+
+def _rows_mask(b, inside, indices, like_rank):
+    """The in-range mask of the index rows, with an axis per trailing value axis."""
+    extra = like_rank - (b.aval(indices).ndim - 1)
+    return b.op("Unsqueeze", inside, b.ints([-1 - i for i in range(extra)])) if extra else inside
+
+
+def gather(b, operand, indices, mode):
+    idx, inside = _index_rows(b, operand, indices, mode)
+    out = b.op("GatherND", operand, idx)
+    if inside is not None:
+        out = b.op("Where", _rows_mask(b, inside, indices, b.out_avals[0].ndim), out,
+                   b.scalar(0, b.out_avals[0].dtype))
+    return out
+
+
+def scatter_add(b, operand, indices, updates, mode, unique_indices=False):
+    idx, inside = _index_rows(b, operand, indices, mode)
+    if inside is not None:
+        updates = b.op("Where", _rows_mask(b, inside, indices, b.aval(updates).ndim),
+                       updates, b.scalar_like(0, updates))
+    return b.op("ScatterND", operand, idx, updates, reduction="add")
+
+
+def dynamic_slice(b, operand, *starts, slice_sizes):
+    n = len(starts)
+    begin = b.op("Concat", *[b.op("Unsqueeze", b.cast(s, np.int64), b.ints([0]))
+                             for s in starts], axis=0)
+    sizes = b.op("Shape", operand)
+    begin = b.op("Where", b.op("Less", begin, b.const(np.int64(0))),
+                 b.op("Add", begin, sizes), begin)
+    width = b.ints(slice_sizes)
+    begin = b.op("Max", b.op("Min", begin, b.op("Sub", sizes, width)), b.const(np.int64(0)))
+    return b.op("Slice", operand, begin, b.op("Add", begin, width), b.ints(list(range(n))))
+
+
+# --------------------------------------------------------------------------- calls, control
+
+def jit_call(b, *args, program):
+    return b.lower(program, list(args))
+
+
+def custom_call(b, *args, rules, program):
+    consts = [b.const(np.asarray(c)) for c in program.consts]
+    return b.lower(program.program, consts + list(args))
+
+
+def cond(b, index, *operands, branches):
+    index = b.cast(index, np.int64)
+
+    def branch(k):
+        return b.graph(f"branch{k}", [], lambda sub: sub.typed(
+            branches[k], sub.lower(branches[k], list(operands))))
+
+    def chain(k):
+        # Index k or below (clamped, as lax.switch) takes branch k, else the rest.
+        if k == len(branches) - 1:
+            return branch(k)
+        return b.graph(f"switch{k}", [], lambda sub: sub.typed(branches[k], sub.op(
+            "If", sub.op("LessOrEqual", index, sub.const(np.int64(k))),
+            then_branch=branch(k), else_branch=chain(k + 1),
+            outputs=len(branches[k].outputs), as_list=True)))
+
+    if len(branches) == 1:
+        return b.lower(branches[0], list(operands))
+    return b.op("If", b.op("LessOrEqual", index, b.const(np.int64(0))),
+                then_branch=branch(0), else_branch=chain(1),
+                outputs=len(branches[0].outputs), as_list=True)
+
+
+def _loop_inputs(b, carry_avals):
+    it = (b.fresh("iter"), np.dtype(np.int64), ())
+    keep = (b.fresh("cond"), np.dtype(np.bool_), ())
+    carried = [(b.fresh("carry"), dt, dims) for dt, dims in carry_avals]
+    return it, keep, carried
+
+
+def while_(b, *args, cond, body, cond_nconsts, body_nconsts):
+    cc, bc = list(args[:cond_nconsts]), list(args[cond_nconsts:cond_nconsts + body_nconsts])
+    carry = list(args[cond_nconsts + body_nconsts:])
+    first = b.lower(cond, cc + carry)[0]
+    kinds = [(b.dtype(c), b.dims_of(c)) for c in carry]
+    it, keep, carried = _loop_inputs(b, kinds)
+
+    def build(sub):
+        new = sub.lower(body, bc + [n for n, _, _ in carried])
+        go = sub.lower(cond, cc + new)[0]
+        return [(go, np.dtype(np.bool_), ())] + sub.typed(body, new)
+
+    graph = b.graph("while_body", [it, keep] + carried, build)
+    return b.op("Loop", None, first, *carry, body=graph, outputs=len(carry), as_list=True)
+
+
+def scan(b, *args, body, num_consts, num_carry, length, reverse):
+    consts = list(args[:num_consts])
+    carry = list(args[num_consts:num_consts + num_carry])
+    xs = list(args[num_consts + num_carry:])
+    b.cover("length")
+    if xs:
+        trips = b.op("Squeeze", b.op("Shape", xs[0], start=0, end=1), b.ints([0]))
+    else:
+        trips = b.const(np.int64(length))
+    kinds = [(b.dtype(c), b.dims_of(c)) for c in carry]
+    it, keep, carried = _loop_inputs(b, kinds)
+
+    def build(sub):
+        i = it[0]
+        if reverse:
+            i = sub.op("Sub", sub.op("Sub", trips, sub.const(np.int64(1))), i)
+        slices = [sub.op("Gather", x, i, axis=0) for x in xs]
+        outs = sub.lower(body, consts + [n for n, _, _ in carried] + slices)
+        return [(sub.op("Identity", keep[0]), np.dtype(np.bool_), ())] + sub.typed(body, outs)
+
+    graph = b.graph("scan_body", [it, keep] + carried, build)
+    outs = b.op("Loop", trips, None, *carry, body=graph, outputs=len(body.outputs),
+                as_list=True)
+    ys = outs[num_carry:]
+    if reverse:
+        ys = [rev(b, y, (0,)) for y in ys]
+    return outs[:num_carry] + ys
