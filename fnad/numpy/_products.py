@@ -7,7 +7,7 @@ from ..errors import DTypeError, ShapeError
 from ..primitives import shape as S
 from ..primitives.dot import dot_general
 from ._core import astype, promote
-from ._shapes import (broadcast_arrays, broadcast_to, concatenate, reshape, moveaxis,
+from ._shapes import (broadcast_arrays, concatenate, reshape, moveaxis,
                       take_range, ravel)
 from ._reductions import sum as _sum
 from ._complex import conj
@@ -82,17 +82,59 @@ def matmul(a, b, *, precision=None, preferred_element_type=None):
         raise ShapeError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} are not "
                          f"aligned: {a.shape[-1]} (last axis of the first) != "
                          f"{b.shape[-2]} (second-to-last axis of the second)")
-    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    if a.ndim > 2 or b.ndim > 2:
-        a = broadcast_to(a, batch + tuple(a.shape[-2:]))
-        b = broadcast_to(b, batch + tuple(b.shape[-2:]))
-    nb = len(batch)
-    out = dot_general(a, b, (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb)))))
+    out = _stacked_matmul(a, b)
     if a_vec:
         out = reshape(out, tuple(out.shape[:-2]) + (out.shape[-1],))
     if b_vec:
         out = reshape(out, tuple(out.shape[:-1]))
     return out
+
+
+def _stacked_matmul(a, b):
+    """matmul of (..., M, K) and (..., K, N) stacks as one dot_general, without
+    broadcasting either operand: a stack axis both operands have (same size) is a batch
+    axis; one only an operand has (the other lacks it or has size 1) is a free axis of
+    that operand, so `x @ W` with x (B, S, K) is one (B*S, K) x (K, N) GEMM and W's
+    gradient one contraction over (B, S), not B products summed afterwards."""
+    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    nb = len(batch)
+    pad_a, pad_b = nb - (a.ndim - 2), nb - (b.ndim - 2)
+    # labels of each operand's kept axes: a stack position i, or "m"/"k"/"n"
+    a_labels, b_labels, a_keep, b_keep, shared = [], [], [], [], []
+    for i in range(nb):
+        sa = a.shape[i - pad_a] if i >= pad_a else None
+        sb = b.shape[i - pad_b] if i >= pad_b else None
+        if sa is not None and sa == sb:
+            shared.append(i)
+        in_a = sa is not None and (sa == sb or sb is None or sb == 1)
+        in_b = sb is not None and (sa == sb or not in_a)
+        if sa is not None:
+            a_keep.append(in_a)
+            if in_a:
+                a_labels.append(i)
+        if sb is not None:
+            b_keep.append(in_b)
+            if in_b:
+                b_labels.append(i)
+    a = _squeezed(a, a_keep)
+    b = _squeezed(b, b_keep)
+    a_labels += ["m", "k"]
+    b_labels += ["k", "n"]
+    dims = (((a_labels.index("k"),), (b_labels.index("k"),)),
+            (tuple(a_labels.index(i) for i in shared), tuple(b_labels.index(i) for i in shared)))
+    out = dot_general(a, b, dims)
+    out_labels = shared + [x for x in a_labels if x not in shared and x != "k"] \
+        + [x for x in b_labels if x not in shared and x != "k"]
+    perm = tuple(out_labels.index(x) for x in list(range(nb)) + ["m", "n"])
+    return S.transpose(out, perm) if perm != tuple(range(len(perm))) else out
+
+
+def _squeezed(x, keep_stack):
+    """x without the size-1 stack axes not kept (keep_stack: one flag per stack axis)."""
+    if all(keep_stack):
+        return x
+    shape = [d for d, k in zip(x.shape, keep_stack) if k] + list(x.shape[-2:])
+    return reshape(x, tuple(shape))
 
 
 def dot(a, b, *, precision=None, preferred_element_type=None):
