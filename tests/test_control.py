@@ -296,12 +296,12 @@ def test_grad_of_while_loop_raises_and_points_to_scan():
 def test_scan_runs_as_one_compiled_loop(monkeypatch, own_matmul):
     """A scan whose body the loop compiler supports runs as one Numba loop (here
     compiled synchronously), forwards and backwards, with the unrolled loop's values;
-    with BLAS through SciPy where installed, and with fnad's own matmul loops."""
+    with numpy's BLAS where it is found, and with fnad's own matmul loops."""
     import weakref
     from fnad.backends.cpu import loops
-    from fnad.primitives import dot
+    from fnad.kernels.cpu import loop_linalg
     if own_matmul:
-        monkeypatch.setattr(dot, "_numba_has_blas", lambda: False)
+        monkeypatch.setattr(loop_linalg, "BLAS_DTYPES", frozenset())
     monkeypatch.setattr(fnad.config, "background_compile", False)
     monkeypatch.setattr(loops, "_loops", weakref.WeakKeyDictionary())   # this test's loops only
     rng = np.random.default_rng(5)

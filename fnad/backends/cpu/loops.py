@@ -158,9 +158,25 @@ def _module(text):
                             f"# helpers {helpers_digest(HELPERS)}\n\n{text}", "fnad_loop")
 
 
+def _one_blas_thread(functions, loop):
+    """The loop run with BLAS on one thread (see loop_linalg.blas_threads) when its
+    bodies call BLAS: `loop` is renamed, and `loop` calls it between the switches."""
+    if "loop_linalg.gemm_" not in functions:
+        return loop
+    header = loop.split("\n", 1)[0]
+    params = header[len("def loop("):-2]
+    return (loop.replace("def loop(", "def inner_loop(", 1) + "\n\n" + JIT
+            + f"def loop({params}):\n"
+            + "    threads = loop_linalg.blas_threads(1)\n"
+            + f"    out = inner_loop({params})\n"
+            + "    loop_linalg.blas_threads(threads)\n"
+            + "    return out\n")
+
+
 def scan_text(program, num_consts, num_carry, length, reverse):
-    return _functions([("body", program)]) + "\n\n" + JIT + loop_source(
-        program, num_consts, num_carry, length, reverse)
+    functions = _functions([("body", program)])
+    return functions + "\n\n" + JIT + _one_blas_thread(
+        functions, loop_source(program, num_consts, num_carry, length, reverse))
 
 
 def while_text(cond, body, cond_nconsts, body_nconsts):
@@ -174,7 +190,8 @@ def while_text(cond, body, cond_nconsts, body_nconsts):
     lines.append(f"    while test({', '.join(cc + h)})[0][()]:")
     lines.append(f"        {', '.join(h)}{tail} = step({', '.join(bc + h)})")
     lines.append(f"    return ({', '.join(h)}{tail})")
-    return _functions([("test", cond), ("step", body)]) + "\n\n" + JIT + "\n".join(lines) + "\n"
+    functions = _functions([("test", cond), ("step", body)])
+    return functions + "\n\n" + JIT + _one_blas_thread(functions, "\n".join(lines) + "\n")
 
 
 def cond_text(branches):
