@@ -11,6 +11,7 @@ import functools
 
 import numpy as np
 
+from .dtypes import kind_of as dtype_kind
 from . import backend, config
 from .abstract import get_aval
 from .array import Array
@@ -55,7 +56,7 @@ def linear_transpose(fun, *primals, reduce_axes=()):
     del reduce_axes     # (JAX's named-axis reduction; fnad has no named axes here)
     leaves, in_tree = tree_flatten(primals)
     for leaf in leaves:
-        if np.dtype(leaf.dtype).kind not in "fc":
+        if dtype_kind(np.dtype(leaf.dtype)) not in "fc":
             raise GradientError(f"linear_transpose: arguments must be floating point, got "
                                 f"one of dtype {leaf.dtype} and shape {tuple(leaf.shape)}")
     zero_leaves = [Array(np.zeros(leaf.shape, leaf.dtype)) for leaf in leaves]

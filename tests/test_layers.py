@@ -26,7 +26,7 @@ LAYERS = [
     ("library", ["fnad", "fnad.cache.__main__", "fnad.tree", "fnad.lax", "fnad.numpy",
                  "fnad.scipy", "fnad.nn", "fnad.optim", "fnad.random", "fnad.data",
                  "fnad.io", "fnad.datasets", "fnad.test_util", "fnad.demo",
-                 "fnad.onnx"]),
+                 "fnad.onnx", "fnad.amp"]),
 ]
 
 

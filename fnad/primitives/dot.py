@@ -9,6 +9,7 @@ followed by a transpose back to the operand's axis order.
 import numpy as np
 
 from ..core import Primitive
+from ..dtypes import bfloat16
 from ..abstract import ShapedArray, check_same_dtype
 from ..errors import ShapeError
 from . import shape as S

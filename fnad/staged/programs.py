@@ -7,6 +7,7 @@ derived program. Masks say which inputs are perturbed or batched and which outpu
 are wanted, so a rule stages only the work it needs; `dependent` is the dataflow pass
 that tells which outputs the flagged inputs can reach.
 """
+from ..dtypes import kind_of as dtype_kind
 from ..abstract import ShapedArray
 from ..core import current_trace, use_trace
 from ..primitives._rules import zeros
@@ -23,7 +24,7 @@ def dependent(program, in_mask, floats_only=False):
     """Which outputs depend on the inputs flagged in in_mask. With floats_only, only
     through floating-point values: where a tangent can reach."""
     def counts(v):
-        return not floats_only or v.aval.dtype.kind in "fc"
+        return not floats_only or dtype_kind(v.aval.dtype) in "fc"
     reached = {v for v, m in zip(program.invars, in_mask) if m and counts(v)}
     for e in program.eqns:
         if any(isinstance(a, Var) and a in reached for a in e.inputs):

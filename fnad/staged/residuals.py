@@ -19,6 +19,7 @@ backward loop is given them as they are), and values computed from constants alo
 (a transposed weight, a broadcast bias) are recomputed in the backward program
 rather than stacked once per step.
 """
+from ..dtypes import kind_of as dtype_kind
 from ..abstract import ShapedArray
 from ..core import current_trace
 from ..primitives._rules import zeros
@@ -43,7 +44,7 @@ class Split:
 
 
 def _is_float(aval):
-    return aval.dtype.kind in "fc"
+    return dtype_kind(aval.dtype) in "fc"
 
 
 @per_program

@@ -1,6 +1,7 @@
 """Small helpers the transforms share: input checks, zeros, argnums handling."""
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..array import Array
 from ..core import Tracer
 from ..dtypes import canonical_python_dtype, check_supported
@@ -23,7 +24,7 @@ def as_value(x, what):
 
 def check_float_input(x, transform, what):
     x = as_value(x, f"{transform} {what}")
-    if x.dtype.kind not in "fc":
+    if dtype_kind(x.dtype) not in "fc":
         raise GradientError(
             f"{transform} requires floating-point inputs, but {what} has dtype {x.dtype} "
             f"(shape {tuple(x.shape)}); differentiate with respect to a float array, or "

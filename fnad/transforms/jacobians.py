@@ -10,6 +10,7 @@ holomorphic=True takes complex inputs to complex outputs and gives f'(z), the sa
 formulas either way since the unit tangents and cotangents are then 1 + 0j."""
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..array import Array
 from ..errors import GradientError
 from ..primitives import shape as S
@@ -29,7 +30,7 @@ def _check_kind(values, holomorphic, transform, what, complex_allowed):
     """JAX's dtype rules for Jacobians: holomorphic=True wants complex `what`s; else
     complex ones are refused unless complex_allowed."""
     for i, x in enumerate(values):
-        kind = x.dtype.kind
+        kind = dtype_kind(x.dtype)
         if holomorphic and kind != "c":
             raise GradientError(f"{transform} with holomorphic=True requires {what}s with "
                                 f"complex dtype, but {what} {i} has dtype {x.dtype}")

@@ -26,6 +26,8 @@ lazily, once per dtype, and cached on disk by Numba.
 """
 import functools
 
+import ml_dtypes
+
 import numba
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -58,13 +60,18 @@ def dilate_pad(x, padding, dilation=None, fill=0, lead=0):
                             for g, (lo, hi) in zip(grown, padding))]
 
 
+_NARROW = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
 def via_float32(kernel):
-    """Numba has no float16 arithmetic: half-precision operands run in float32."""
+    """Numba has no float16 or bfloat16 arithmetic: 16-bit float operands run in
+    float32 (accumulating there), rounded once at the end."""
     @functools.wraps(kernel)
     def run(*args, **params):
-        if any(getattr(a, "dtype", None) == np.float16 for a in args):
-            return kernel(*[a.astype(np.float32) if getattr(a, "dtype", None) == np.float16
-                            else a for a in args], **params).astype(np.float16)
+        narrow = next((a.dtype for a in args if getattr(a, "dtype", None) in _NARROW), None)
+        if narrow is not None:
+            return kernel(*[a.astype(np.float32) if getattr(a, "dtype", None) in _NARROW
+                            else a for a in args], **params).astype(narrow)
         return kernel(*args, **params)
     return run
 

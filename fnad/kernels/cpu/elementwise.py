@@ -9,6 +9,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ...dtypes import bfloat16 as _BFLOAT16
+
 
 @numba.njit(cache=True)
 def logistic_scalar(x):
