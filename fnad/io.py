@@ -51,6 +51,7 @@ import stat
 import sys
 import tempfile
 
+import ml_dtypes
 import numpy as np
 
 from .array import Array
@@ -60,7 +61,7 @@ from .tree_util import is_registered_node, tree_flatten
 _DTYPE_CODES = {
     "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
     "U32": np.uint32, "I32": np.int32, "U64": np.uint64, "I64": np.int64,
-    "F16": np.float16, "F32": np.float32, "F64": np.float64,
+    "F16": np.float16, "BF16": ml_dtypes.bfloat16, "F32": np.float32, "F64": np.float64,
 }
 _CODE_OF = {np.dtype(t): code for code, t in _DTYPE_CODES.items()}
 _TREE_KEY = "fnad.tree"
