@@ -44,6 +44,8 @@ def _escape(line):
     parts = _MARKUP.split(line)
     for i in range(0, len(parts), 2):
         parts[i] = re.sub(r"(?<!\\)([*|])", r"\\\1", parts[i])
+        # a word ending in "_" (overwrite_*, jax_) is a reference in reST
+        parts[i] = re.sub(r"(?<=\w)_(?=[^\w]|$)", r"\\_", parts[i])
     return "".join(parts)
 
 
@@ -82,6 +84,17 @@ def _plain_text_docstring(app, what, name, obj, options, lines):
                 not out[-1].strip().startswith(("- ", "* ")) and \
                 _indent(out[-1]) == _indent(line):
             out.append("")
+        previous = [x for x in out if x.strip()][-1:] or [""]
+        if stripped and out and not out[-1].strip() and previous[0].strip() and \
+                _indent(line) > _indent(previous[0]) and \
+                not previous[0].strip().startswith(("- ", "* ", ":", ">>>")) and \
+                not previous[0].rstrip().endswith("::"):
+            # an indented block after a paragraph: code or a table in a plain-text
+            # docstring (reST would make it a block quote and choke on its indentation)
+            out += [" " * _indent(previous[0]) + "::", ""]
+            literal_indent = _indent(previous[0])
+            out.append(line)
+            continue
         if stripped.endswith(":") and not stripped.endswith("::") and following.strip() \
                 and _indent(following) > _indent(line) and not stripped.startswith(":") \
                 and not following.strip().startswith(("- ", "* ", ":")):

@@ -22,23 +22,28 @@ def _title(text, char="="):
     return [text, char * len(text), ""]
 
 
-def _entry(module_name, name, obj):
-    """The autodoc directive for one public name; numpy's own objects that fnad.numpy
-    re-exports get a line pointing to numpy instead of numpy's docstring."""
+def _entry(module_name, name, obj, classes_seen):
+    """The autodoc directive for one public name. numpy's own objects that fnad.numpy
+    re-exports get a line pointing to numpy instead of numpy's docstring; a class
+    documented already under another name (fnad.Array is fnad.numpy.ndarray) gets a
+    pointer to that entry, since autodoc registers a class under its defining module's
+    name too, and a second full entry would describe that name twice."""
     qualified = f"{module_name}.{name}"
     origin = getattr(obj, "__module__", "") or ""
     if not origin.startswith("fnad"):
         return [f".. py:data:: {qualified}", "",
                 f"   numpy's own ``{origin}.{getattr(obj, '__name__', name)}``, re-exported "
                 "unchanged.", ""]
-    kind = "autoclass" if isinstance(obj, type) else "autofunction"
-    lines = [f".. {kind}:: {qualified}"]
-    if kind == "autoclass":
-        lines.append("   :members:")
-    return lines + [""]
+    if isinstance(obj, type):
+        if id(obj) in classes_seen:
+            return [f".. py:class:: {qualified}", "",
+                    f"   The same class as :class:`{classes_seen[id(obj)]}`.", ""]
+        classes_seen[id(obj)] = qualified
+        return [f".. autoclass:: {qualified}", "   :members:", ""]
+    return [f".. autofunction:: {qualified}", ""]
 
 
-def api_page(module_name):
+def api_page(module_name, classes_seen):
     """reStructuredText for a module's API page: its docstring, a table of its names,
     then one entry per name."""
     module = importlib.import_module(module_name)
@@ -54,7 +59,7 @@ def api_page(module_name):
             lines += [f".. currentmodule:: {qualified}", "", ".. autosummary::",
                       "   :nosignatures:", ""] + [f"   {n}" for n in names] + [""]
         for name in names:
-            lines += _entry(qualified, name, getattr(mod, name))
+            lines += _entry(qualified, name, getattr(mod, name), classes_seen)
     return "\n".join(lines) + "\n"
 
 
@@ -66,8 +71,9 @@ def _write(path, text):
 
 def write_api_pages():
     names = public.modules()
+    classes_seen = {}
     for name in names:
-        _write(SOURCE / "api" / f"{name}.rst", api_page(name))
+        _write(SOURCE / "api" / f"{name}.rst", api_page(name, classes_seen))
     index = _title("API reference") + [
         "One page per public module; each lists every public name with its docstring.", "",
         ".. toctree::", "   :maxdepth: 1", ""] + [f"   {n}" for n in names]
@@ -140,6 +146,60 @@ def write_markdown_pages():
         _write(SOURCE / "pages" / f"{path.stem}.rst", markdown_to_rst(path.read_text()))
 
 
+# Pages made of README sections, so that the README and the site never disagree:
+# (page, title, the README's "## " headings whose sections it holds; "" is the text
+# before the first of them).
+README_PAGES = [
+    ("getting_started", "Getting started", ["", "Set up"]),
+    ("how_it_works", "How fnad works", ["How it works"]),
+    ("differences", "Differences from JAX", ["Differences from JAX, on purpose"]),
+]
+GUIDES = ["guides/transforms", "guides/jit", "guides/vmap", "guides/control_flow",
+          "guides/pytrees", "guides/training", "guides/random", "guides/gpu", "pages/dtypes",
+          "pages/differences"]
+# Guides for capabilities that document themselves in a README section: a page for each
+# section whose heading matches, listed after GUIDES in the index.
+README_GUIDES = [("many_processes", "Many processes", r"many processes|distributed|mpi"),
+                 ("mixed_precision", "Mixed precision", r"mixed precision|amp\b"),
+                 ("onnx", "ONNX", r"onnx"),
+                 ("debugging", "Debugging", r"debug")]
+
+
+def readme_sections():
+    """{heading: text} of README.md's "## " sections ("" for the text before them)."""
+    sections, heading = {"": []}, ""
+    for line in (ROOT / "README.md").read_text().splitlines():
+        if line.startswith("## "):
+            heading = line[3:].strip()
+            sections[heading] = []
+        else:
+            sections[heading].append(line)
+    return {h: "\n".join(lines) for h, lines in sections.items()}
+
+
+def write_readme_pages():
+    sections = readme_sections()
+    intro = sections[""].split("\n", 1)[1]  # the README's "# fnad" title line goes
+    sections[""] = intro
+    for page, title, headings in README_PAGES:
+        parts = [sections[h] if i == 0 else f"## {h}\n{sections[h]}"
+                 for i, h in enumerate(headings)]
+        text = markdown_to_rst(f"# {title}\n\n" + "\n\n".join(parts))
+        _write(SOURCE / "pages" / f"{page}.rst", text)
+    extra = []
+    for page, title, pattern in README_GUIDES:
+        found = [h for h in sections if h and re.search(pattern, h, re.I)]
+        if found:
+            body = "\n\n".join(f"## {h}\n{sections[h]}" for h in found)
+            _write(SOURCE / "pages" / f"{page}.rst", markdown_to_rst(f"# {title}\n\n{body}"))
+            extra.append(f"pages/{page}")
+        elif (SOURCE / "pages" / f"{page}.rst").exists():
+            (SOURCE / "pages" / f"{page}.rst").unlink()
+    toctree = [".. toctree::", "   :maxdepth: 1", "   :caption: Guides", ""]
+    _write(SOURCE / "pages" / "guides_toctree.txt",
+           "\n".join(toctree + [f"   {g}" for g in GUIDES + extra]) + "\n")
+
+
 def search_index_names(html_dir):
     """The object names (last component: `grad` for fnad.grad) in the built site's search
     index, Sphinx's searchindex.js: {"objects": {prefix: [[doc, type, prio, anchor, name]]}}."""
@@ -163,6 +223,7 @@ def build(out=None, strict=False, doctest=False, clean=False):
     write_api_pages()
     write_notebook_pages()
     write_markdown_pages()
+    write_readme_pages()
     flags = ["-q", "-d", str(doctrees)] + (["-W", "--keep-going"] if strict else [])
     jobs = ["-j", str(max(1, min(4, os.cpu_count() or 1)))]
     if build_main(["-b", "html", *flags, *jobs, str(SOURCE), str(out)]):

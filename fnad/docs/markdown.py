@@ -18,13 +18,23 @@ def _inline(text):
             continue
         part = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", r"\1", part)
         part = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", _link, part)
-        part = re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", r"*\1*", part)
+        # what is not Markdown emphasis is a character: |z|, x * y, 2**31, word_
+        part = re.sub(r"(?<![\w*])\*\*([^*\s](?:[^*]*?[^*\s])?)\*\*(?![\w*])", "\0B\\1\0B",
+                      part)
+        part = re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", "\0I\\1\0I", part)
+        part = part.replace("*", "\\*").replace("|", "\\|")
+        part = re.sub(r"(?<=\w)_(?=[^\w]|$)", r"\\_", part)
+        part = part.replace("\0B", "**").replace("\0I", "*")
         out.append(part)
     text = "".join(out)
     # reST ends inline markup only before a space or punctuation: "``x``s" needs "\ ".
     text = re.sub(r"(``[^`]+``|\*\*[^*]+\*\*)(?=[A-Za-z0-9])", r"\1\\ ", text)
     text = re.sub(r"(?<=[A-Za-z0-9])(``[^`]+``|\*\*[^*]+\*\*)", r"\\ \1", text)
     return text
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip())
 
 
 def _link(match):
@@ -51,6 +61,7 @@ def markdown_to_rst(text, title_level=0):
     lines = text.splitlines()
     out = []
     i = 0
+    last_item, last_text_indent = None, 0
     while i < len(lines):
         line = lines[i]
         fence = re.match(r"^(\s*)```\s*(\w*)", line)
@@ -81,6 +92,20 @@ def markdown_to_rst(text, title_level=0):
                 i += 1
             out += [""] + _table(rows)
             continue
+        item = re.match(r"^(\s*)([-*]|\d+\.)\s", line)
+        if line.strip() and out and out[-1].strip():
+            if item and (last_item is None or len(item.group(1)) != last_item):
+                out.append("")  # reST wants a blank line before a (nested) list
+            elif not item and last_item is not None and _indent(line) < last_text_indent \
+                    and _indent(line) > 0:
+                out.append("")  # and after a nested list, back in its parent item
+        if item:
+            last_item, last_text_indent = len(item.group(1)), len(item.group(0))
+        elif not line.strip() or _indent(line) == 0:
+            if not line.strip():
+                pass
+            else:
+                last_item = None
         out.append(_inline(line))
         i += 1
     return "\n".join(out).strip() + "\n"
