@@ -46,4 +46,7 @@ from ._api import (  # noqa: E402,F401
     disable_jit, enable_x64, log_compiles, explain_cache_misses, named_call, named_scope,
     ensure_compile_time_eval)
 from . import debug  # noqa: E402,F401
+from . import distributed  # noqa: E402,F401
 from .debug import pure_callback  # noqa: E402,F401
+from . import hooks, profiler  # noqa: E402,F401
+from .drawing import draw  # noqa: E402,F401

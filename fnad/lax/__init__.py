@@ -31,6 +31,8 @@ from .convolution import (  # noqa: E402,F401
     conv_general_dilated, conv, conv_with_general_padding, conv_transpose,
     conv_dimension_numbers, ConvDimensionNumbers, padtype_to_pads, reduce_window, max_pool,
     avg_pool)
+from .parallel import (  # noqa: E402,F401
+    psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute, axis_index, axis_size)
 
 from ._docstrings import document as _document  # noqa: E402
 _document(globals(), vars(linalg))

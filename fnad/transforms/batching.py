@@ -4,11 +4,19 @@ A BatchTracer carries a value with one extra axis, `batch_dim`, that indexes the
 examples. Each primitive's batching rule maps the batched operands (and their batch
 axes, None for unbatched) to the batched result, so the whole batch is one call
 of the primitive: vmap never loops over examples.
+
+`vmap(f, axis_name="i")` also names the mapped axis, so the collectives in
+fnad.primitives.collectives (psum, all_gather, axis_index...) can compute over it; their
+contract with this interpreter is stated there. Rules that batch by running a
+program under a new BatchTrace of the same axis (jit_call, control flow, custom rules)
+make it inherit the name of the trace whose rule is running.
 """
+import contextvars
 
 from ..abstract import ShapedArray
 from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
 from ..errors import AxisSpecError, ConcretizationError, ShapeError, TreeStructureError
+from ..primitives.collectives import AxisFrame, bind_axis
 from ..primitives.structural import broadcast_batch, move_batch_axes, moveaxis_to
 from ..tree_util import tree_flatten, tree_unflatten, tree_leaves, broadcast_prefix
 from ._util import as_value
@@ -47,12 +55,36 @@ class BatchTracer(Tracer):
             f"or fnad.numpy.where instead.")
 
 
+# The axis name of the BatchTrace whose batching rule is running: a BatchTrace made
+# inside the rule (to batch a jitted program, a loop body, a custom rule) batches that
+# same axis, so it takes the name.
+_rule_axis_name = contextvars.ContextVar("fnad vmap rule axis name", default=None)
+INHERIT = object()
+
+
+class _naming_rules:
+    """Context for running a rule of `trace`: BatchTraces made inside take its name."""
+    __slots__ = ("name", "token")
+
+    def __init__(self, trace):
+        self.name = trace.axis_name
+
+    def __enter__(self):
+        self.token = (_rule_axis_name.set(self.name)
+                      if _rule_axis_name.get() is not self.name else None)
+
+    def __exit__(self, *exc):
+        if self.token is not None:
+            _rule_axis_name.reset(self.token)
+
+
 class BatchTrace(Trace):
     name = "vmap"
 
-    def __init__(self, parent, axis_size):
+    def __init__(self, parent, axis_size, axis_name=INHERIT):
         super().__init__(parent)
         self.axis_size = axis_size
+        self.axis_name = _rule_axis_name.get() if axis_name is INHERIT else axis_name
 
     def split(self, args):
         values, dims, batched = [], [], False
@@ -71,20 +103,28 @@ class BatchTrace(Trace):
 
     def process(self, prim, args, params):
         values, dims, batched = self.split(args)
-        if not batched:
+        # A collective (a primitive with an axis_name param) that names this axis is
+        # this trace's to compute even when no operand is batched.
+        collective = "axis_name" in params
+        if not batched and not (collective and self.axis_name is not None
+                                and self.axis_name in params["axis_name"]):
             return self.bind_in_parent(prim, values, params)
         if prim.batch is None:
             raise TypeError(f"vmap: primitive {prim.name} was declared with batch=None; "
                             f"every primitive needs a batching rule (its `batch` slot)")
-        with use_trace(self.parent):
-            out, out_dims = prim.batch(values, dims, **params)
+        with use_trace(self.parent), _naming_rules(self):
+            if collective:
+                out, out_dims = prim.batch(values, dims, vmap_axis=(self.axis_name,
+                                                                    self.axis_size), **params)
+            else:
+                out, out_dims = prim.batch(values, dims, **params)
         if prim.multiple_results:
             return [self.wrap(o, d) for o, d in zip(out, out_dims)]
         return self.wrap(out, out_dims)
 
     def process_custom(self, rules, args):
         values, dims, batched = self.split(args)
-        with use_trace(self.parent):
+        with use_trace(self.parent), _naming_rules(self):
             if not batched:
                 return bind_custom(rules, values)
             size = self.axis_size
@@ -126,15 +166,21 @@ def batch_rules(rules, batched, size):
         jvp=jvp, fwd=fwd, bwd=bwd)
 
 
-def vmap_flat(fun, values, dims, size, keep_unbatched=False):
+def vmap_flat(fun, values, dims, size, keep_unbatched=False, axis_name=INHERIT):
     """Run fun on per-example views of flat `values` batched along `dims`; returns the
     flat outputs with their batch axis at 0. With keep_unbatched, outputs that do not
-    depend on the batch are returned as they are, paired with a batched flag."""
-    trace = BatchTrace(current_trace(), size)
+    depend on the batch are returned as they are, paired with a batched flag. A given
+    axis_name (None: no name) is bound while fun runs; by default the trace takes the
+    name of the vmap whose rule is running, if any."""
+    trace = BatchTrace(current_trace(), size, axis_name)
     tracers = [BatchTracer(trace, v, d) if d is not None else v for v, d in zip(values, dims)]
     try:
-        with use_trace(trace):
-            outs = fun(*tracers)
+        if axis_name is INHERIT or axis_name is None:
+            with use_trace(trace):
+                outs = fun(*tracers)
+        else:
+            with use_trace(trace), bind_axis(AxisFrame(axis_name, size)):
+                outs = fun(*tracers)
     finally:
         trace.alive = False
     result = []
@@ -151,14 +197,18 @@ def vmap_flat(fun, values, dims, size, keep_unbatched=False):
     return result
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
+def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
     """Vectorize fun over a new leading (or in_axes-given) axis of its arguments.
 
     As in JAX: in_axes is an int, None, or a tuple with one entry per positional
     argument, each entry a prefix tree of its argument (a leaf int or None stands
     for its whole subtree); out_axes is a prefix tree of the output; keyword
-    arguments are mapped along axis 0."""
+    arguments are mapped along axis 0. axis_name names the mapped axis for the
+    collectives fun calls (fnad.lax.psum(x, axis_name) sums over the examples,
+    fnad.lax.axis_index(axis_name) is each example's position); an inner vmap's name
+    shadows an outer one's."""
     in_axes = _check_in_axes(in_axes)
+    _check_axis_name(axis_name)
     _check_axis_leaves(out_axes, "out_axes")
 
     def vmapped(*args, **kwargs):
@@ -200,7 +250,8 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
             out_tree_cell.append(out_tree)
             return flat_out
 
-        outs = vmap_flat(flat_fun, values, dims, size, keep_unbatched=True)
+        outs = vmap_flat(flat_fun, values, dims, size, keep_unbatched=True,
+                         axis_name=axis_name)
         out_tree = out_tree_cell[0]
         out_axes_flat = broadcast_prefix(
             out_axes, tree_unflatten(out_tree, [o for o, _ in outs]),
@@ -228,6 +279,14 @@ def vmap(fun, in_axes=0, out_axes=0, axis_size=None):
 
 def _is_none(x):
     return x is None
+
+
+def _check_axis_name(axis_name):
+    try:
+        hash(axis_name)
+    except TypeError:
+        raise AxisSpecError(f"vmap: axis_name must be hashable (a string), got "
+                            f"{axis_name!r}") from None
 
 
 def _check_in_axes(in_axes):

@@ -23,7 +23,7 @@ from .array import CudaArray
 _impls = {}
 _complex_ok = set()     # primitives whose kernel handles complex operands
 _FAMILIES = ("shape", "dot", "conv", "index", "cumulative", "sort", "random", "linalg",
-             "fft", "control", "callbacks")
+             "fft", "control", "callbacks", "collectives")
 _loaded = False
 
 
