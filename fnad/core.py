@@ -119,15 +119,18 @@ class Primitive:
         if len(args) == 2:
             a, b = args
             raw = type(a) is not Array and type(b) is not Array
-            va = a._value if type(a) is Array else host_operand(a)
-            vb = b._value if type(b) is Array else host_operand(b)
+            # host_operand(), inlined for the numpy arrays reverse-mode rules pass
+            va = a._value if type(a) is Array else a if type(a) is np.ndarray else \
+                host_operand(a)
+            vb = b._value if type(b) is Array else b if type(b) is np.ndarray else \
+                host_operand(b)
             if va is None or vb is None:
                 return self.eval_elsewhere(args, params)
             values = (va, vb)
         elif len(args) == 1:
             a, = args
             raw = type(a) is not Array
-            va = host_operand(a) if raw else a._value
+            va = a._value if not raw else a if type(a) is np.ndarray else host_operand(a)
             if va is None:
                 return self.eval_elsewhere(args, params)
             values = (va,)

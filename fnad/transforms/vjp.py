@@ -9,11 +9,12 @@ differentiate, batch or stage) the backward pass itself.
 """
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from ..core import (Trace, Tracer, use_trace, current_trace, bind_custom, EVAL, host_operand,
                     no_derivative)
 from ..array import Array, wrap
 from ..errors import GradientError, DTypeError
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import LEAF, tree_flatten, tree_unflatten
 from ._util import (flatten_fun_output, check_float_input, zeros_like, as_value,
                     check_argnums, resolve_argnums, split_aux)
 
@@ -108,7 +109,7 @@ class VJPTrace(Trace):
         if rule is no_derivative:
             return primal_out
         if not multiple:
-            if out.dtype.kind not in "fc":   # integers and booleans carry no derivative
+            if dtype_kind(out.dtype) not in "fc":   # integers and booleans carry no derivative
                 return primal_out
             t = _tracer(self, out, primal_out, rule, params, args, parents, needed)
             self.tape.append(t)
@@ -116,7 +117,7 @@ class VJPTrace(Trace):
         node = Node(rule, params, args, out, parents, True, needed)
         self.tape.append(node)
         return [_tracer(self, o, p, None, None, None, None, None, node, i)
-                if o.dtype.kind in "fc" else p
+                if dtype_kind(o.dtype) in "fc" else p
                 for i, (o, p) in enumerate(zip(out, primal_out))]
 
     def new_input(self, value):
@@ -149,7 +150,9 @@ class VJPTrace(Trace):
             own_b = type(b) is VJPTracer and b._trace is self
             if not (own_a or own_b):
                 return prim.eval(args, params)
-            values = (a.out if own_a else _raw(a), b.out if own_b else _raw(b))
+            # _raw(), inlined
+            values = (a.out if own_a else a._value if type(a) is Array else host_operand(a),
+                      b.out if own_b else b._value if type(b) is Array else host_operand(b))
             if values[0] is None or values[1] is None:
                 return VJPTrace.process(self, prim, args, params)
             parents = (a if own_a else None, b if own_b else None)
@@ -170,7 +173,7 @@ class VJPTrace(Trace):
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         dtype = out.dtype
-        if dtype.kind not in "fc" or prim.vjp is no_derivative:
+        if dtype_kind(dtype) not in "fc" or prim.vjp is no_derivative:
             return wrap(out)
         # _tracer(), inlined
         t = _new(VJPTracer)
@@ -227,7 +230,11 @@ def backward(tape, seeds):
                 arg_cts = node.rule(ct, node.out, *node.args, **node.params)
             for parent, c in zip(node.parents, arg_cts):
                 if parent is not None and c is not None:
-                    _accumulate(parent, c)
+                    if parent.node is None:     # _accumulate, inlined for one result
+                        prev = parent.ct
+                        parent.ct = c if prev is None else prev + c
+                    else:
+                        _accumulate(parent, c)
     except BaseException:
         for node in tape:
             node.ct = None
@@ -248,20 +255,43 @@ def _accumulate(tracer, ct):
         slots[i] = ct if slots[i] is None else slots[i] + ct
 
 
+_FLAT_TUPLES = {}    # n -> the treedef of a tuple of n leaves
+
+
+def _flatten_args(args):
+    """tree_flatten of a tuple of arguments; when each is an Array (the common eager
+    call) the tuple is its own list of leaves and its treedef depends only on n."""
+    for a in args:
+        if type(a) is not Array:
+            return tree_flatten(args)
+    tree = _FLAT_TUPLES.get(len(args))
+    if tree is None:
+        tree = _FLAT_TUPLES[len(args)] = tree_flatten(tuple(range(len(args))))[1]
+    return list(args), tree
+
+
+def _unflatten_args(tree, leaves):
+    return tuple(leaves) if _FLAT_TUPLES.get(len(leaves)) is tree else \
+        tree_unflatten(tree, leaves)
+
+
 def _trace_forward(fun, primals, has_aux, transform):
     """Run fun under a new tape. Returns what the pullback needs and the outputs."""
-    flat_in, tree_in = tree_flatten(primals)
+    flat_in, tree_in = _flatten_args(primals)
     trace = VJPTrace(current_trace())
-    flat_in = [x if type(x) is Array and x._value.dtype.kind in "fc"
+    flat_in = [x if type(x) is Array and dtype_kind(x._value.dtype) in "fc"
                else check_float_input(x, transform, f"input {i}") for i, x in enumerate(flat_in)]
     inputs = [trace.new_input(x) for x in flat_in]
     try:
         with use_trace(trace):
-            out = fun(*tree_unflatten(tree_in, inputs))
+            out = fun(*_unflatten_args(tree_in, inputs))
     finally:
         trace.alive = False
     out, aux = split_aux(out, transform) if has_aux else (out, None)
-    flat_out, tree_out = flatten_fun_output(out)
+    if type(out) is VJPTracer or type(out) is Array:     # one array: nothing to walk
+        flat_out, tree_out = [out], LEAF
+    else:
+        flat_out, tree_out = flatten_fun_output(out)
     if has_aux:
         aux_leaves, aux_tree = tree_flatten(aux)
         aux = tree_unflatten(aux_tree, [_primal(trace, a) for a in aux_leaves])
@@ -303,11 +333,11 @@ def _user_cotangent(c, out, i):
     """The user's cotangent for output i. It must have the output's dtype, as in JAX:
     a float64 or integer cotangent would otherwise make a float64 gradient for float32
     inputs. A Python scalar is weakly typed and takes the output's dtype."""
-    if isinstance(c, (bool, int, float, complex)) and out.dtype.kind in "fc" and not (
-            isinstance(c, complex) and out.dtype.kind == "f"):
+    if isinstance(c, (bool, int, float, complex)) and dtype_kind(out.dtype) in "fc" and not (
+            isinstance(c, complex) and dtype_kind(out.dtype) == "f"):
         return Array(np.asarray(c, out.dtype))
     c = as_value(c, f"cotangent {i}")
-    if out.dtype.kind in "fc" and c.dtype != out.dtype:
+    if dtype_kind(out.dtype) in "fc" and c.dtype != out.dtype:
         raise DTypeError(f"vjp: cotangent {i} has dtype {c.dtype} but the output it pulls "
                          f"back has dtype {out.dtype} (shape {tuple(out.shape)}); pass a "
                          f"cotangent of dtype {out.dtype}, e.g. with .astype")
@@ -365,7 +395,7 @@ def _value_and_grad(fun, argnums, has_aux, name, holomorphic=False):
         if seed is None:
             seed = _ONES[out_leaf.dtype] = np.ones((), out_leaf.dtype)
             seed.flags.writeable = False
-        grads = tree_unflatten(tree_in, _pullback(trace, flat_in, inputs, flat_out, [seed]))
+        grads = _unflatten_args(tree_in, _pullback(trace, flat_in, inputs, flat_out, [seed]))
         value = _primal(trace, out_leaf)
         if tree_out.node_type is not None:
             value = tree_unflatten(tree_out, [value])
@@ -392,7 +422,7 @@ def grad(fun, argnums=0, has_aux=False, holomorphic=False):
 def _check_complex_inputs(args, name):
     for i, x in enumerate(tree_flatten(args)[0]):
         dtype = x.dtype if hasattr(x, "dtype") else np.asarray(x).dtype
-        if dtype.kind != "c":
+        if dtype_kind(dtype) != "c":
             raise GradientError(
                 f"{name} with holomorphic=True requires inputs with complex dtype, but "
                 f"input {i} has dtype {dtype}; convert it with .astype(complex64) or "
@@ -409,15 +439,15 @@ def _check_scalar_output(leaves, name="grad", holomorphic=False):
         raise GradientError(f"grad requires a scalar output, got an output of shape "
                             f"{shape}; reduce it (e.g. .sum()) or use vjp/jacrev")
     if holomorphic:
-        if leaf.dtype.kind != "c":
+        if dtype_kind(leaf.dtype) != "c":
             raise GradientError(f"{name} with holomorphic=True requires a complex output, "
                                 f"got dtype {leaf.dtype}")
-    elif leaf.dtype.kind == "c":
+    elif dtype_kind(leaf.dtype) == "c":
         raise GradientError(
             f"{name} requires a real-valued output, got dtype {leaf.dtype}; for a "
             f"holomorphic function pass holomorphic=True, otherwise differentiate a real "
             f"part (real, abs) or use vjp directly")
-    elif leaf.dtype.kind != "f":
+    elif dtype_kind(leaf.dtype) != "f":
         raise GradientError(f"grad requires a floating-point output, got dtype {leaf.dtype}")
     return leaf
 
