@@ -8,10 +8,11 @@ shapes and dtypes, with no bind in between.
 import collections
 import functools
 import inspect
+import time
 import types
 import weakref
 
-from .. import backend, config
+from .. import backend, config, events, tracebacks
 from ..backend import OTHER_DEVICE
 from ..abstract import ShapedArray
 from ..array import Array
@@ -21,6 +22,7 @@ from ..core import EVAL, Tracer, current_trace
 from ..tree_util import tree_flatten, tree_unflatten
 from ..transforms._util import as_value, check_argnums, resolve_argnums
 from .call import call
+from . import debug_nans
 from .eval_shape import ShapeDtypeStruct
 from .staging import stage
 
@@ -112,8 +114,9 @@ class Jitted:
         entry = self.cache.get(key)
         if entry is None:
             if config.explain_cache_misses and self.cache:
-                print(f"fnad.jit: tracing {self.__name__} again: no cached trace for "
-                      f"{_describe(avals)} with static args {static}")
+                events.logger.warning("fnad.jit: tracing %s again: no cached trace for %s "
+                                      "with static args %s", self.__name__,
+                                      _describe(avals), static)
             # Threads that miss together both trace (no lock around user code); the
             # first entry stored is kept, so they share one program and its kernels.
             entry = self.cache.setdefault(
@@ -150,10 +153,38 @@ class Jitted:
             out_tree_cell.append(out_tree)
             return flat_out
 
-        closed = stage(flat_fun, avals)
+        start = time.perf_counter()
+        with events.span(f"trace {self.__name__}", "staging"):
+            closed = stage(flat_fun, avals)
+        if config.log_compiles:
+            events.logger.warning("fnad: traced %s for %s in %.3f s (%d equations)",
+                                  self.__name__, _describe(avals),
+                                  time.perf_counter() - start, len(closed.program.eqns))
         return closed, out_tree_cell[0]
 
     def __call__(self, *args, **kwargs):
+        # The API boundary: an error from tracing or running the function leaves with
+        # fnad's frames removed from its traceback (fnad.tracebacks).
+        try:
+            if events.recording is None and not config.debug_nans:
+                return self._call(args, kwargs)
+            return self._call_observed(args, kwargs)
+        except Exception as err:
+            raise tracebacks.filtered(err)
+
+    def _call_observed(self, args, kwargs):
+        """A call while the profiler records (one event for the whole call) or
+        config.debug_nans looks for NaNs in what it returns."""
+        start = events.now()
+        try:
+            out = self._call(args, kwargs)
+        finally:
+            events.record(f"jit({self.__name__})", "jit", start)
+        if config.debug_nans and current_trace() is EVAL and not config.disable_jit:
+            debug_nans.check(self.fun, self.__name__, out, args, kwargs)
+        return out
+
+    def _call(self, args, kwargs):
         if self.donates and current_trace() is EVAL and not config.disable_jit:
             return self._call_donating(args, kwargs)
         if not kwargs and current_trace() is EVAL and not config.disable_jit:
@@ -175,8 +206,11 @@ class Jitted:
                     return out
         if config.disable_jit:
             return self.fun(*args, **kwargs)
+        traced, start = self._traces.trace_count, time.perf_counter()
         trace_key, (closed, out_tree), flat = self._stage_keyed(args, kwargs)
         out = tree_unflatten(out_tree, call(closed, *flat))
+        if self._traces.trace_count != traced:
+            _first_call_took(self.__name__, time.perf_counter() - start)
         if not kwargs and not self._call_positions(len(args))[0] \
                 and current_trace() is EVAL \
                 and all(_concrete(a) for a in args) \
@@ -479,3 +513,16 @@ def _hashable_static(value, what):
 
 def _describe(avals):
     return ", ".join(str(a) for a in avals)
+
+
+# A first call slower than this is worth a line in the log: the user sees a pause.
+SLOW_FIRST_CALL_SECONDS = 1.0
+
+
+def _first_call_took(name, seconds):
+    if seconds > SLOW_FIRST_CALL_SECONDS or config.log_compiles:
+        events.logger.warning(
+            "fnad: the first call of jit(%s) took %.1f s (tracing, optimizing, lowering "
+            "and running it%s)", name, seconds,
+            "; its kernels compile in the background" if config.background_compile
+            else ", compiling its kernels")

@@ -59,7 +59,8 @@ def compiled(program, donated=()):
         return exe
     exe = _executables.get(program)
     if exe is None:
-        exe = _executables[program] = Executable(program)
+        with events.span(f"lower a program of {len(program.eqns)} equations", "compile"):
+            exe = _executables[program] = Executable(program)
     return exe
 
 
@@ -129,12 +130,14 @@ class _FirstKernelCall:
         and put the kernel in the driver."""
         stats_ = self.kernel.stats
         misses, hits = sum(stats_.cache_misses.values()), sum(stats_.cache_hits.values())
-        self.kernel.compile(signature)
+        with events.span(f"compile {self.name}", "compile"):
+            self.kernel.compile(signature)
         new_misses = sum(stats_.cache_misses.values()) - misses
         stats["kernels_compiled"] += new_misses
         stats["kernels_loaded"] += sum(stats_.cache_hits.values()) - hits
         if new_misses and config.log_compiles:
-            print(f"fnad: compiled fused kernel {self.kernel.py_func.__module__}")
+            events.logger.warning("fnad: compiled fused kernel %s",
+                                  self.kernel.py_func.__module__)
         self.namespace[self.name] = self.call
 
     def _compile_in_background(self, signature):
@@ -147,8 +150,8 @@ class _FirstKernelCall:
         except Exception as err:
             stats["kernels_failed"] += 1
             if config.log_compiles:
-                print(f"fnad: fused kernel {self.name} left to numpy "
-                      f"({type(err).__name__}: {str(err)[:2000]})")
+                events.logger.warning("fnad: fused kernel %s left to numpy (%s: %s)",
+                                      self.name, type(err).__name__, str(err)[:2000])
 
     def run_unfused(self, *args):
         """The group, one primitive kernel at a time, into the kernel's output arrays."""
@@ -230,7 +233,7 @@ class Executable:
             names[v] = f"a{i}"
             if not v.aval.shape:    # numpy hands out scalars for 0-d results
                 lines.append(f"a{i} = np.asarray(a{i})")
-        self.timed_steps = [("", lines)]     # (profiler event name, driver lines)
+        self.timed_steps = [("", list(lines))]   # (profiler event name, driver lines)
         for step in steps:
             if isinstance(step, Group):
                 step_lines = self._kernel_call(step, materialize[step], name, names,
@@ -252,9 +255,10 @@ class Executable:
         self.source = "\n\n".join(["# driver", self.driver_source] + [
             f"# fused kernel k{i}\n{s}" for i, s in enumerate(kernel_sources)])
         if config.log_compiles:
-            print(f"fnad: lowered a program of {len(program.eqns)} equations to "
-                  f"{len(kernel_sources)} fused kernels and "
-                  f"{sum(1 for s in steps if not isinstance(s, Group))} library calls")
+            events.logger.warning(
+                "fnad: lowered a program of %d equations to %d fused kernels and %d "
+                "library calls", len(program.eqns), len(kernel_sources),
+                sum(1 for s in steps if not isinstance(s, Group)))
 
     def _kernel_call(self, group, materialize, name, names, kernel_sources):
         kernel = KernelSource(group, materialize, half=True)
