@@ -111,6 +111,10 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
         raise DynamicAxisError(_pinned_message(err, symbols, fun, args)) from None
 
     out_names = _output_names(out_paths, output_names)
+    unknown = [k for k in (dynamic_axes or {}) if k not in names and k not in out_names]
+    if unknown:
+        raise DynamicAxisError(f"fnad.onnx.export: dynamic_axes names {unknown}, which are "
+                               f"neither inputs {names[n_params:]} nor outputs {out_names}")
     out_dyn = {k: v for k, v in (dynamic_axes or {}).items() if k in out_names}
     graph_outputs = []
     for name, atom in zip(out_names, outs):

@@ -1,0 +1,288 @@
+"""fnad.onnx: export checked by onnx's checker and run in ONNX Runtime against fnad,
+with a dynamic batch axis at two sizes; load(export(f)) against f (values and
+gradients); a torch.onnx.export model against torch (values and autograd); and the
+errors: a primitive with no lowering, an axis pinned by a size, unknown operators."""
+import io
+import warnings
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+
+import fnad  # noqa: E402
+import fnad.numpy as fnp  # noqa: E402
+import fnad.onnx  # noqa: E402
+from fnad import lax, nn, random  # noqa: E402
+from fnad.demo import MODELS  # noqa: E402
+from fnad.errors import (  # noqa: E402
+    DynamicAxisError, UnsupportedOperatorError, UnsupportedPrimitiveError)
+from fnad.tree_util import tree_leaves  # noqa: E402
+
+RNG = np.random.default_rng(0)
+
+
+def ort_run(model, feeds):
+    onnx.checker.check_model(model, full_check=True)
+    session = ort.InferenceSession(model.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def sample(shape, batch):
+    return RNG.standard_normal((batch,) + tuple(shape[1:])).astype(np.float32)
+
+
+def check_export(fun, shape, params=None, batches=(5,), name="x"):
+    """Export with a dynamic leading axis, then compare ONNX Runtime with fnad at the
+    example's batch size and at `batches`."""
+    args = (params,) if params is not None else ()
+    x = sample(shape, shape[0])
+    model = fnad.onnx.export(fun, x, params=params, dynamic_axes={name: {0: "batch"}})
+    assert [d.dim_param for d in model.graph.input[0].type.tensor_type.shape.dim][0] == "batch"
+    for n in (shape[0],) + tuple(batches):
+        xs = sample(shape, n)
+        got = ort_run(model, {name: xs})
+        want = fun(*args, xs)
+        want = list(want) if isinstance(want, (list, tuple)) else [want]
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert g.shape == np.shape(w)
+            np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-5)
+    return model
+
+
+def init_params(model, shape):
+    init, apply = MODELS[model]()
+    _, params = init(random.PRNGKey(0), shape)
+    return apply, params
+
+
+# --------------------------------------------------------------------------- export
+
+def test_regression_polynomial():
+    model = check_export(lambda x: 3 * x ** 2 + 2, (4, 1), batches=(1, 9))
+    assert [o.name for o in model.graph.output] == ["output"]
+
+
+def test_digits_mlp_names_params_as_initializers():
+    apply, params = init_params("mlp", (-1, 8, 8, 1))
+    model = check_export(lambda p, image: apply(p, image), (3, 8, 8, 1), params,
+                         name="image")
+    assert [t.name for t in model.graph.initializer] == [
+        "params/1/0", "params/1/1", "params/3/0", "params/3/1"]
+    assert [i.name for i in model.graph.input] == ["image"]
+
+
+def test_demo_cnn():
+    apply, params = init_params("cnn", (-1, 8, 8, 1))
+    model = check_export(lambda p, image: apply(p, image), (2, 8, 8, 1), params,
+                         batches=(1, 7), name="image")
+    ops = {n.op_type for n in model.graph.node}
+    assert {"Conv", "MaxPool", "MatMul"} <= ops
+
+
+def transformer_params(d=8, hidden=16):
+    keys = random.split(random.PRNGKey(1), 6)
+    w = [random.normal(k, s) * 0.3 for k, s in zip(
+        keys, [(d, d), (d, d), (d, d), (d, d), (d, hidden), (hidden, d)])]
+    return {"wq": w[0], "wk": w[1], "wv": w[2], "wo": w[3], "w1": w[4], "w2": w[5],
+            "ln": {"scale": fnp.ones(d) * 1.1, "bias": fnp.full(d, 0.1)}}
+
+
+def layer_norm(p, x):
+    mean = fnp.mean(x, -1, keepdims=True)
+    var = fnp.var(x, -1, keepdims=True)
+    return (x - mean) / fnp.sqrt(var + 1e-5) * p["scale"] + p["bias"]
+
+
+def transformer_block(p, x):
+    h = layer_norm(p["ln"], x)
+    q, k, v = h @ p["wq"], h @ p["wk"], h @ p["wv"]
+    scores = q @ fnp.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    attn = nn.softmax(scores, axis=-1) @ v
+    x = x + attn @ p["wo"]
+    return x + nn.gelu(layer_norm(p["ln"], x) @ p["w1"]) @ p["w2"]
+
+
+def test_transformer_block():
+    model = check_export(transformer_block, (2, 5, 8), transformer_params())
+    ops = {n.op_type for n in model.graph.node}
+    assert {"Erf"} & ops or {"Tanh"} & ops
+
+
+def rnn(p, xs):
+    """An RNN over the time axis 1 of xs (batch, time, features), by lax.scan."""
+    def step(h, x_t):
+        h = fnp.tanh(h @ p["wh"] + x_t @ p["wx"])
+        return h, fnp.sum(h, -1)
+    h0 = fnp.zeros((xs.shape[0], p["wh"].shape[0]))
+    h, ys = lax.scan(step, h0, fnp.swapaxes(xs, 0, 1))
+    return h, fnp.swapaxes(ys, 0, 1)
+
+
+def test_scan_rnn():
+    k1, k2 = random.split(random.PRNGKey(2))
+    params = {"wh": random.normal(k1, (4, 4)) * 0.5, "wx": random.normal(k2, (3, 4))}
+    model = check_export(rnn, (2, 6, 3), params, batches=(4,), name="xs")
+    assert "Loop" in {n.op_type for n in model.graph.node}
+
+
+def branchy(x):
+    y = lax.cond(fnp.sum(x) > 0, lambda v: v * 2.0, lambda v: -v, x)
+    z = lax.switch(fnp.argmax(x[0, :]), [lambda v: v + 1, lambda v: v * v, fnp.sin], y)
+    return lax.fori_loop(0, 3, lambda i, c: c * 0.5 + i, z)
+
+
+def test_cond_switch_fori():
+    model = check_export(branchy, (3, 3), batches=(6, 1))
+    assert "If" in {n.op_type for n in model.graph.node}
+    pos = np.abs(sample((3, 3), 3))     # both branches of the cond are taken
+    np.testing.assert_allclose(ort_run(model, {"x": pos})[0], np.asarray(branchy(pos)),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_numpy_semantics_of_the_lowerings():
+    def f(x):
+        return (fnp.maximum(x, 0.5), fnp.sort(x, -1), fnp.argsort(x, -1), fnp.cumsum(x, 0),
+                fnp.clip(x, -1.0, 1.0), x[:, ::-1], x[:, 1:], fnp.pad(x, ((0, 0), (1, 2))),
+                x[:, fnp.array([2, 0, 0])], fnp.remainder(x, -1.5), fnp.round(x),
+                fnp.floor_divide(fnp.arange(-6, 6).reshape(3, 4) + 0 * x[:, :1].astype(bool),
+                                 4))
+    x = np.array([[np.nan, -2.5, 0.5], [1.5, -0.0, 2.5], [-1.25, 3.0, 0.25]], np.float32)
+    model = fnad.onnx.export(f, x)
+    for got, want in zip(ort_run(model, {"x": x}), f(x)):
+        np.testing.assert_array_equal(got, np.asarray(want))
+
+
+def test_while_loop_and_integers():
+    def f(x, n):
+        def body(c):
+            i, v = c
+            return i + 1, v * 2 - 1
+        return lax.while_loop(lambda c: c[0] < n, body, (0, x))[1]
+    x, n = np.arange(3, dtype=np.int32), np.array(4, np.int32)
+    model = fnad.onnx.export(f, x, n)
+    np.testing.assert_array_equal(ort_run(model, {"x": x, "n": n})[0], np.asarray(f(x, n)))
+
+
+def test_export_writes_path_and_pytree_names(tmp_path):
+    def f(batch):
+        return {"sum": batch["a"] + batch["b"], "prod": batch["a"] * batch["b"]}
+    a = np.ones((2, 3), np.float32)
+    path = tmp_path / "f.onnx"
+    fnad.onnx.export(f, {"a": a, "b": 2 * a}, path=path)
+    model = onnx.load(str(path))
+    assert [i.name for i in model.graph.input] == ["batch/a", "batch/b"]
+    assert [o.name for o in model.graph.output] == ["output/prod", "output/sum"]
+    prod, total = ort_run(model, {"batch/a": a, "batch/b": 2 * a})
+    np.testing.assert_array_equal(prod, 2 * a)
+    np.testing.assert_array_equal(total, 3 * a)
+
+
+# --------------------------------------------------------------------------- errors
+
+def test_unsupported_primitive_names_it_and_the_line():
+    def f(x):
+        return fnp.linalg.det(x)        # the line the error must name
+    with pytest.raises(UnsupportedPrimitiveError, match=r"'det'.*test_onnx.py:\d+ in f"):
+        fnad.onnx.export(f, np.eye(3, dtype=np.float32))
+
+
+def test_pinned_dynamic_axis_names_the_equation():
+    def f(x):
+        return x - fnp.mean(x, axis=0)      # divides by the batch size
+    with pytest.raises(DynamicAxisError, match=r"equation div at .*test_onnx.py:\d+ in f"):
+        fnad.onnx.export(f, np.ones((4, 3), np.float32), dynamic_axes={"x": [0]})
+    # the same function exports with a static batch
+    model = fnad.onnx.export(f, np.ones((4, 3), np.float32))
+    x = sample((4, 3), 4)
+    np.testing.assert_allclose(ort_run(model, {"x": x})[0], np.asarray(f(x)), atol=1e-6)
+
+
+def test_unsupported_operators_listed_at_load():
+    from onnx import TensorProto, helper
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("Hardmax", ["x"], ["h"]),
+                               helper.make_node("Relu", ["h"], ["r"]),
+                               helper.make_node("Shrink", ["r"], ["y"])], "g", [x], [y])
+    with pytest.raises(UnsupportedOperatorError, match="2 ONNX operator.*Hardmax, Shrink"):
+        fnad.onnx.load(helper.make_model(graph))
+
+
+# --------------------------------------------------------------------------- load
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_round_trip_values_and_gradients(kind):
+    apply, params = init_params(kind, (-1, 8, 8, 1))
+    x = sample((3, 8, 8, 1), 3)
+    model = fnad.onnx.export(lambda p, image: apply(p, image), x, params=params,
+                             dynamic_axes={"image": {0: "batch"}})
+    loaded, loaded_params = fnad.onnx.load(model)
+    np.testing.assert_allclose(np.asarray(loaded(loaded_params, x)),
+                               np.asarray(apply(params, x)), rtol=1e-6, atol=1e-6)
+    g = fnad.grad(lambda p: fnp.sum(apply(p, x) ** 2))(params)
+    g_loaded = fnad.grad(lambda p: fnp.sum(loaded(p, x) ** 2))(loaded_params)
+    for t, want in zip(model.graph.initializer, tree_leaves(g)):
+        np.testing.assert_allclose(np.asarray(g_loaded[t.name]), np.asarray(want),
+                                   rtol=1e-5, atol=1e-6)
+    x5 = sample((5, 8, 8, 1), 5)     # other batch sizes, under jit
+    np.testing.assert_allclose(np.asarray(fnad.jit(loaded)(loaded_params, x5)),
+                               np.asarray(apply(params, x5)), rtol=1e-5, atol=1e-6)
+
+
+def test_round_trip_transformer_and_rnn():
+    params = transformer_params()
+    x = sample((2, 5, 8), 2)
+    loaded, lp = fnad.onnx.load(fnad.onnx.export(transformer_block, x, params=params))
+    np.testing.assert_allclose(np.asarray(loaded(lp, x)),
+                               np.asarray(transformer_block(params, x)), rtol=1e-5, atol=1e-5)
+    g = fnad.grad(lambda x: fnp.sum(transformer_block(params, x) ** 2))(x)
+    np.testing.assert_allclose(np.asarray(fnad.grad(lambda x: fnp.sum(loaded(lp, x) ** 2))(x)),
+                               np.asarray(g), rtol=1e-4, atol=1e-5)
+    k1, k2 = random.split(random.PRNGKey(3))
+    rp = {"wh": random.normal(k1, (4, 4)) * 0.5, "wx": random.normal(k2, (3, 4))}
+    xs = sample((2, 6, 3), 2)
+    loaded, lp = fnad.onnx.load(fnad.onnx.export(rnn, xs, params=rp))
+    for got, want in zip(loaded(lp, xs), rnn(rp, xs)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_torch_exported_model_loads_and_differentiates():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Conv2d(4, 4, 3, padding=1, groups=2),
+        torch.nn.Sigmoid(), torch.nn.AvgPool2d(2), torch.nn.Flatten(), torch.nn.Linear(16, 12),
+        torch.nn.GELU(), torch.nn.LayerNorm(12), torch.nn.Tanh(), torch.nn.Linear(12, 5),
+        torch.nn.Softmax(-1))
+    with torch.no_grad():       # statistics that are not the identity
+        net[1].running_mean.uniform_(-0.5, 0.5)
+        net[1].running_var.uniform_(0.5, 2.0)
+    net.eval()
+    x = torch.randn(3, 1, 8, 8)
+    buf = io.BytesIO()
+    with warnings.catch_warnings():     # the TorchScript exporter is deprecated (no
+        warnings.simplefilter("ignore")  # onnxscript here for the dynamo one)
+        torch.onnx.export(net, (x,), buf, dynamo=False, input_names=["x"],
+                          do_constant_folding=False, dynamic_axes={"x": {0: "batch"}})
+    model = onnx.load_from_string(buf.getvalue())
+    apply, params = fnad.onnx.load(model)
+    assert {"Conv", "BatchNormalization", "MaxPool", "AveragePool", "Gemm",
+            "LayerNormalization"} <= {n.op_type for n in model.graph.node}
+    for n in (3, 5):
+        xn = torch.randn(n, 1, 8, 8)
+        np.testing.assert_allclose(np.asarray(apply(params, xn.numpy())),
+                                   net(xn).detach().numpy(), rtol=1e-5, atol=1e-5)
+    target = torch.randn(3, 5)
+    loss = ((net(x) - target) ** 2).sum()
+    loss.backward()
+    grads = fnad.grad(lambda p: fnp.sum((apply(p, x.numpy()) - target.numpy()) ** 2))(params)
+    named = dict(net.named_parameters())
+    assert set(named) <= set(grads)
+    for name, p in named.items():
+        np.testing.assert_allclose(np.asarray(grads[name]), p.grad.numpy(),
+                                   rtol=1e-4, atol=1e-5, err_msg=name)
