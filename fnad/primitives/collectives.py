@@ -220,14 +220,18 @@ def _extremum_allreduce(values, comm, largest):
 
 # --------------------------------------------------------------------------- psum, pmean, pmax, pmin
 
+def _check_kinds(name, kinds, operands):
+    for a in operands:
+        if dtype_kind(a.dtype) not in kinds:
+            raise DTypeError(f"{name} does not accept dtype {a.dtype} (operand of shape "
+                             f"{tuple(a.shape)}); it takes {_KIND_WORDS[kinds]}")
+
+
 def _reduction_shape(name, kinds):
     def abstract_eval(*avals, axis_name):
         for n in axis_name:
             lookup(n, name)
-        for a in avals:
-            if dtype_kind(a.dtype) not in kinds:
-                raise DTypeError(f"{name} does not accept dtype {a.dtype} (operand {a}); "
-                                 f"it takes {_KIND_WORDS[kinds]}")
+        _check_kinds(name, kinds, avals)
         return [ShapedArray(a.shape, a.dtype) for a in avals]
     return abstract_eval
 
@@ -258,6 +262,7 @@ def _reduction(name, kind, kinds):
         return outs
 
     def batch(args, batch_dims, axis_name, vmap_axis):
+        _check_kinds(name, kinds, args)
         name_here, size = vmap_axis
         if name_here not in axis_name:
             return prim.bind(*args, axis_name=axis_name), list(batch_dims)
@@ -361,8 +366,17 @@ def _gather_impl(x, axis_name, axis, tiled, axis_size):
     return out
 
 
+def _example(x, d):
+    """The abstract value of one member's x (x batched at d, or not batched)."""
+    shape = list(x.shape)
+    if d is not None:
+        del shape[d]
+    return ShapedArray(tuple(shape), x.dtype)
+
+
 def _gather_batch(args, batch_dims, axis_name, axis, tiled, axis_size, vmap_axis):
     (x,), (d,) = args, batch_dims
+    _gather_shape(_example(x, d), axis_name, axis, tiled, axis_size)
     params = dict(axis_name=axis_name, tiled=tiled, axis_size=axis_size)
     if vmap_axis[0] not in axis_name:
         return all_gather_p.bind(moveaxis_to(x, d, 0), axis=axis + 1, **params), 0
@@ -427,6 +441,7 @@ def _scatter_batch(args, batch_dims, axis_name, scatter_dimension, tiled, axis_s
                    vmap_axis):
     (x,), (d,) = args, batch_dims
     sd = scatter_dimension
+    _scatter_shape(_example(x, d), axis_name, sd, tiled, axis_size)
     if vmap_axis[0] not in axis_name:
         return psum_scatter_p.bind(moveaxis_to(x, d, 0), axis_name=axis_name,
                                    scatter_dimension=sd + 1, tiled=tiled,
