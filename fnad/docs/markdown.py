@@ -17,7 +17,9 @@ def _inline(text):
             out.append("``" + part[1:-1] + "``")
             continue
         part = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", r"\1", part)
-        part = re.sub(r"\[([^\]]+)\]\(([^)]+)\)", _link, part)
+        links = []
+        part = re.sub(r"\[([^\]]+)\]\(([^)]+)\)",
+                      lambda m: links.append(_link(m)) or f"\0L{len(links) - 1}\0L", part)
         # what is not Markdown emphasis is a character: |z|, x * y, 2**31, word_
         part = re.sub(r"(?<![\w*])\*\*([^*\s](?:[^*]*?[^*\s])?)\*\*(?![\w*])", "\0B\\1\0B",
                       part)
@@ -25,6 +27,7 @@ def _inline(text):
         part = part.replace("*", "\\*").replace("|", "\\|")
         part = re.sub(r"(?<=\w)_(?=[^\w]|$)", r"\\_", part)
         part = part.replace("\0B", "**").replace("\0I", "*")
+        part = re.sub("\0L(\\d+)\0L", lambda m: links[int(m.group(1))], part)
         out.append(part)
     text = "".join(out)
     # reST ends inline markup only before a space or punctuation: "``x``s" needs "\ ".

@@ -88,7 +88,15 @@ def _check_carry(what, in_tree, out_tree, in_avals, out_avals, weak):
 
 def cond(pred, true_fun, false_fun, *operands):
     """true_fun(*operands) if pred else false_fun(*operands), with pred possibly traced.
-    Both branches are traced; one runs (both, under vmap with a batched pred)."""
+    Both branches are traced; one runs (both, under vmap with a batched pred).
+
+    The branches must return the same pytree structure, shapes and dtypes. As jax.lax.cond.
+
+    >>> lax.cond(fnp.asarray(2.0) > 1, lambda x: x * 10, lambda x: x, 3.0)
+    Array(30., dtype=float32)
+    >>> fnad.grad(lambda x: lax.cond(x > 0, fnp.sin, fnp.cos, x))(0.5)
+    Array(0.87758255, dtype=float32)
+    """
     pred = as_value(pred, "cond predicate")
     if pred.shape != ():
         raise ShapeError(f"cond: the predicate must be a scalar, got shape "
@@ -177,7 +185,11 @@ def _unify_branch_types(staged, names, casts):
 def while_loop(cond_fun, body_fun, init_val):
     """Repeat val = body_fun(val) while cond_fun(val); returns the final val.
     Forward-differentiable (jvp, jacfwd); for reverse mode use scan or fori_loop with
-    static bounds."""
+    static bounds (grad through a while_loop raises GradientError, as in JAX).
+
+    >>> lax.while_loop(lambda v: v < 10, lambda v: v * 2, 1)
+    Array(16, dtype=int32)
+    """
     init, treedef, weak = _leaves(init_val, "while_loop init_val")
     for _attempt in range(2):
         avals = [_aval(x) for x in init]
@@ -217,7 +229,13 @@ def _static_int(x):
 
 def fori_loop(lower, upper, body_fun, init_val, unroll=None):
     """for i in range(lower, upper): val = body_fun(i, val). With concrete bounds this is
-    a scan (reverse-differentiable); with traced bounds, a while_loop."""
+    a scan (reverse-differentiable); with traced bounds, a while_loop.
+
+    >>> lax.fori_loop(0, 5, lambda i, total: total + i, 0)
+    Array(10, dtype=int32)
+    >>> fnad.grad(lambda x: lax.fori_loop(0, 3, lambda i, v: v * x, 1.0))(2.0)  # d x^3
+    Array(12., dtype=float32)
+    """
     dtype = _index_dtype(lower, upper)
     if _static_int(lower) and _static_int(upper):
         lo, hi = int(lower), int(upper)
@@ -249,7 +267,17 @@ def _index_dtype(lower, upper):
 
 def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
     """Loop f(carry, x) -> (carry, y) over the leading axis of xs; returns the final
-    carry and the ys stacked. Carry, xs and ys are pytrees (ys may be None)."""
+    carry and the ys stacked. Carry, xs and ys are pytrees (ys may be None).
+
+    With xs None, `length` gives the number of steps; `reverse` runs from the end. The
+    carry must keep its structure, shapes and dtypes (a weakly typed initial carry
+    takes the body's dtype). Reverse-differentiable; as jax.lax.scan.
+
+    >>> def cumulative(total, x):
+    ...     return total + x, total + x
+    >>> lax.scan(cumulative, 0.0, fnp.arange(4.0))
+    (Array(6., dtype=float32), Array([0., 1., 3., 6.], dtype=float32))
+    """
     carry, carry_tree, weak = _leaves(init, "scan init")
     xs_flat, xs_tree, _ = _leaves(xs, "scan xs")
     length = _scan_length(xs_flat, length)

@@ -373,7 +373,17 @@ def Embedding(vocab_size, features, embedding_init=None):
 # --------------------------------------------------------------------------- combinators
 
 def serial(*layers):
-    """Apply layers one after another."""
+    """Apply layers one after another: the combined (init_fn, apply_fn) layer.
+
+    init_fn(key, input_shape) -> (output_shape, params) splits `key` among the layers
+    and returns their params as a list; apply_fn(params, x, **kwargs) passes keyword
+    arguments (rng=, mode=) to every layer. As stax.serial.
+
+    >>> init, apply = nn.serial(nn.Dense(4), nn.Relu, nn.Dense(2))
+    >>> out_shape, params = init(random.key(0), (-1, 3))
+    >>> out_shape, apply(params, fnp.ones((5, 3))).shape
+    ((-1, 2), (5, 2))
+    """
     layers = [_as_layer(layer) for layer in layers]
 
     def init_fn(key, input_shape):

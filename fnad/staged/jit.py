@@ -417,7 +417,25 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
     Arguments named by donate_argnums / donate_argnames are consumed by each call made
     outside any transform: their Arrays are deleted afterwards (using one raises
     DeletedArrayError), and the cpu backend writes results of the same shape and
-    dtype into their buffers instead of allocating new ones, as JAX does."""
+    dtype into their buffers instead of allocating new ones, as JAX does.
+
+    The cache key is the function, the pytree structure, shapes, dtypes and devices of
+    the arguments and the values of the static ones; a new key traces again
+    (fnad.config.explain_cache_misses says why). Compiled kernels are cached by
+    structure on disk, so a new shape or a new process seldom recompiles. A Python
+    `if` on a traced value raises ConcretizationError (use lax.cond, or make the
+    argument static). Differences from JAX: the first call runs the fused loops through
+    numpy while Numba compiles them in the background (fnad.config.background_compile).
+
+    >>> @fnad.jit
+    ... def step(x, lr):
+    ...     return x - lr * fnad.grad(lambda v: fnp.sum(v ** 2))(x)
+    >>> step(fnp.asarray([1.0, -2.0]), 0.25)
+    Array([ 0.5, -1. ], dtype=float32)
+    >>> scale = fnad.jit(lambda x, n: x * n, static_argnums=1)
+    >>> scale(fnp.ones(2), 3)
+    Array([3., 3.], dtype=float32)
+    """
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums,
                                  static_argnames=static_argnames,
@@ -427,7 +445,14 @@ def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
 
 
 def make_jaxpr(fun, static_argnums=()):
-    """make_jaxpr(f)(*args) -> the Program that jit would stage, printable."""
+    """make_jaxpr(f)(*args) -> the Program that jit would stage, printable.
+
+    >>> print(fnad.make_jaxpr(lambda x: fnp.sum(x * 2.0))(fnp.ones(3)))
+    { lambda  ; a:float32[3]. let
+        b:float32[3] = mul a 2.0:float32
+        c:float32[] = reduce_sum[axes=(0,)] b
+      in ( c ) }
+    """
     def staged(*args, **kwargs):
         return Jitted(fun, static_argnums).trace(*args, **kwargs)
     return staged
