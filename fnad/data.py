@@ -17,6 +17,21 @@ fnad.random draws numbers. With ``prefetch=k`` a background thread
 gathers up to k batches ahead (numpy work and copies to a GPU only, never fnad
 operations, so it cannot interfere with a transform running in the main thread).
 Leaves on a GPU give batches on that GPU (gathered from a host copy).
+
+``shard=(index, count)`` gives process `index` of `count` its part of each epoch, as
+PyTorch's DistributedSampler does: every process draws the same permutation (the
+same `key` everywhere), then takes every count-th example of it starting at `index`,
+so the shards are disjoint, equally sized, and their union is the epoch. When count
+does not divide the number of examples n, ``pad_shards=True`` (the default) repeats
+the permutation's first examples to fill the last round (each process gets
+ceil(n / count) examples; those few are seen twice in the epoch) and
+``pad_shards=False`` leaves out the permutation's last n % count examples (each gets
+floor(n / count); those are not seen this epoch, a different few each epoch)::
+
+    shard = (fnad.distributed.process_index(), fnad.distributed.process_count())
+    for x, y in fnad.data.batches((images, labels), 64, key=epoch, shard=shard): ...
+
+`batch_size` is then the per-process batch size.
 """
 import queue
 import threading
@@ -31,7 +46,8 @@ from .errors import ShapeError
 from .tree_util import tree_flatten, tree_unflatten
 
 
-def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0):
+def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0, shard=None,
+            pad_shards=True):
     """An iterator over mini-batches of `data` (one pass).
 
     data:       an array or a pytree of arrays, all with the same leading axis length.
@@ -39,6 +55,10 @@ def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0):
     key:        None (the data's own order), an int seed, or an fnad.random key.
     drop_last:  leave out the final batch when it would be smaller than batch_size.
     prefetch:   batches a background thread prepares ahead (0: none, no thread).
+    shard:      (index, count): only this process's part of the pass (see the module
+                docstring); None: all of it.
+    pad_shards: with shard, fill the last round by repeating examples (True) or leave
+                the remainder out (False).
     """
     leaves, treedef = tree_flatten(data)
     arrays = [_as_numpy(leaf, i, treedef) for i, leaf in enumerate(leaves)]
@@ -50,9 +70,39 @@ def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0):
     prefetch = _check_count(prefetch, "batches", "prefetch", 0)
     _check_flag(drop_last, "batches", "drop_last")
     order = np.arange(n) if key is None else _permutation(n, key)
+    if shard is not None:
+        _check_flag(pad_shards, "batches", "pad_shards")
+        order = shard_indices(order, shard, pad_shards)
+        n = len(order)
     stop = n - n % batch_size if drop_last else n
     bounds = [(i, min(i + batch_size, n)) for i in range(0, stop, batch_size)]
     return Batches(arrays, places, treedef, order, bounds, prefetch)
+
+
+def shard_indices(order, shard, pad=True):
+    """Shard `index` of `count` of the example order `order` (DistributedSampler's
+    rule: padded or truncated to a multiple of count, then every count-th entry)."""
+    index, count = _check_shard(shard)
+    n = len(order)
+    if pad:
+        total = -(-n // count) * count
+        if total > n:
+            order = np.concatenate([order] * -(-total // n))[:total]
+    else:
+        order = order[:n - n % count]
+    return order[index::count]
+
+
+def _check_shard(shard):
+    if not (isinstance(shard, tuple) and len(shard) == 2):
+        raise TypeError(f"batches: shard must be a pair (index, count), e.g. "
+                        f"(fnad.distributed.process_index(), fnad.distributed.process_count())"
+                        f", got {shard!r}")
+    count = _check_count(shard[1], "batches", "shard count", 1)
+    index = _check_count(shard[0], "batches", "shard index", 0)
+    if index >= count:
+        raise ValueError(f"batches: shard index {index} out of range for {count} shards")
+    return index, count
 
 
 def num_batches(num_examples, batch_size, drop_last=False):

@@ -204,3 +204,39 @@ def test_bad_arguments():
         data.batches(np.zeros(3), 1, key=np.array([0.5]))
     with pytest.raises(ValueError, match="no arrays"):
         data.batches({}, 1)
+
+
+# --------------------------------------------------------------------------- shards
+
+@pytest.mark.parametrize("n,count,pad", [(12, 4, True), (12, 4, False), (10, 4, True),
+                                         (10, 4, False), (3, 4, True)])
+def test_shards_partition_each_epoch(n, count, pad):
+    x = np.arange(n)
+    for epoch in range(2):
+        shards = [np.concatenate([np.asarray(b) for b in fnad.data.batches(
+            x, 2, key=epoch, shard=(r, count), pad_shards=pad)]) for r in range(count)]
+        sizes = {len(s) for s in shards}
+        assert sizes == {-(-n // count) if pad else n // count}     # equal shards
+        seen = np.concatenate(shards)
+        if n % count == 0:          # exactly one epoch, no example twice
+            assert sorted(seen.tolist()) == list(range(n))
+        elif pad:                   # every example, the padding repeated once
+            assert set(seen.tolist()) == set(range(n))
+            assert len(seen) - n == count - n % count
+        else:                       # no example twice, n % count left out
+            assert len(set(seen.tolist())) == len(seen) == n - n % count
+        # the same key gives the same permutation everywhere: shard r is every
+        # count-th entry of the unsharded order, starting at r
+        full = np.concatenate([np.asarray(b) for b in fnad.data.batches(x, n, key=epoch)])
+        if n % count == 0:
+            for r in range(count):
+                assert shards[r].tolist() == full[r::count].tolist()
+
+
+def test_bad_shards():
+    with pytest.raises(TypeError, match="pair"):
+        fnad.data.batches(np.arange(4), 2, shard=3)
+    with pytest.raises(ValueError, match="out of range"):
+        fnad.data.batches(np.arange(4), 2, shard=(2, 2))
+    with pytest.raises(ValueError, match="positive"):
+        fnad.data.batches(np.arange(4), 2, shard=(0, 0))
