@@ -108,7 +108,11 @@ def is_float(dtype):
 
 def finfo(dtype):
     """numpy's finfo, which does not know bfloat16 (ml_dtypes' finfo does)."""
-    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(dtype)
+    try:
+        is_bfloat16 = np.dtype(dtype) == bfloat16
+    except TypeError:       # a Python float or other value numpy's finfo reads
+        is_bfloat16 = False
+    return ml_dtypes.finfo(bfloat16) if is_bfloat16 else np.finfo(dtype)
 
 
 def default_float():

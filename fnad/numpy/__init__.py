@@ -2,6 +2,8 @@
 a composite of primitives, so derivatives, batching and fusion come for free."""
 import numpy as _np
 
+from .. import dtypes as _dtypes
+
 from ._scalar_types import *  # noqa: F401,F403  (float32(x) converts; dtype=float32 works)
 from ..dtypes import result_type, promote_types  # noqa: F401  (JAX's lattice, not numpy's)
 from ._core import asarray, array, astype  # noqa: F401
@@ -43,7 +45,7 @@ from ._methods import attach as _attach
 
 pi, e, inf, nan, newaxis = _np.pi, _np.e, _np.inf, _np.nan, None
 dtype = _np.dtype
-finfo, iinfo = _np.finfo, _np.iinfo
+finfo, iinfo = _dtypes.finfo, _np.iinfo     # (finfo also knows bfloat16)
 issubdtype = _np.issubdtype
 floating, integer, number, inexact = _np.floating, _np.integer, _np.number, _np.inexact
 

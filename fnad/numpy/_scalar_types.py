@@ -14,7 +14,7 @@ from ..core import Tracer
 from ._core import asarray
 
 __all__ = ["bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-           "uint64", "float16", "float32", "float64", "complex64", "complex128", "csingle",
+           "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "csingle",
            "cdouble", "complex_", "double", "single", "float_", "int_",
            "uint", "generic", "number", "inexact", "floating", "integer", "signedinteger",
            "unsignedinteger", "complexfloating", "character", "flexible", "object_",
@@ -61,6 +61,7 @@ int8, int16, int32, int64 = (_scalar_type(n, n) for n in ("int8", "int16", "int3
 uint8, uint16, uint32, uint64 = (_scalar_type(n, n)
                                  for n in ("uint8", "uint16", "uint32", "uint64"))
 float16, float32, float64 = (_scalar_type(n, n) for n in ("float16", "float32", "float64"))
+bfloat16 = _scalar_type("bfloat16", dtypes.bfloat16)     # ml_dtypes' bfloat16, as in JAX
 complex64, complex128 = (_scalar_type(n, n) for n in ("complex64", "complex128"))
 csingle, cdouble, complex_ = complex64, complex128, complex128
 

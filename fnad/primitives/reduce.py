@@ -3,7 +3,7 @@ along one axis (cumsum, cumprod, cummax, cummin). reduce_sum, which every family
 cotangents use, is declared in structural.py and imported here."""
 import numpy as np
 
-from ..dtypes import kind_of as dtype_kind
+from ..dtypes import bfloat16, kind_of as dtype_kind
 from ..abstract import ShapedArray
 from ..core import Primitive
 from ..errors import ShapeError, DTypeError
@@ -169,10 +169,15 @@ def _cumulative_shape(name, kinds="biufc"):
 def _along(impl):
     # dtype: numpy widens small integers in cumsum/cumprod; the primitive keeps the
     # operand's dtype, as its shape rule (and the compiled and GPU kernels) say.
+    # 16-bit floats accumulate in float32, each output rounded once (a float16 or
+    # bfloat16 running sum drifts by an ulp per step), as the fused loops do.
     def run(x, axis, reverse):
+        acc = np.float32 if x.dtype == np.float16 or x.dtype == bfloat16 else x.dtype
         if reverse:
-            return np.flip(impl(np.flip(x, axis), axis=axis, dtype=x.dtype), axis)
-        return impl(x, axis=axis, dtype=x.dtype)
+            out = np.flip(impl(np.flip(x, axis), axis=axis, dtype=acc), axis)
+        else:
+            out = impl(x, axis=axis, dtype=acc)
+        return out.astype(x.dtype, copy=False)
     return run
 
 

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..dtypes import bfloat16, kind_of as dtype_kind
+from ..kernels.cpu import half as half_kernels
 from ..abstract import ShapedArray
 from ..core import Primitive
 from ..dtypes import is_inexact, real_dtype
@@ -320,6 +321,8 @@ def _convert_shape(x, new_dtype):
 def _convert_impl(x, new_dtype):
     if dtype_kind(x.dtype) == "c" and new_dtype.kind != "c":
         raise TypeError("complex to real")     # numpy would drop the imaginary part
+    if new_dtype == bfloat16:
+        return half_kernels.to_bfloat16(x)      # one rounding (ml_dtypes' may take two)
     return x.astype(new_dtype)
 
 

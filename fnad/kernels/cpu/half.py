@@ -16,6 +16,7 @@ ml_dtypes' ufuncs compute it too: in float32, one rounding per operation.
 """
 import math
 
+import ml_dtypes
 import numba
 import numpy as np
 from llvmlite import ir
@@ -186,3 +187,19 @@ def bfloat16_to_bits(x):
 def bfloat16_round(x):
     """x rounded to bfloat16 precision, as a float32."""
     return bfloat16_to_float(bfloat16_to_bits(x))
+
+
+def to_bfloat16(x):
+    """The numpy array x (any real dtype) rounded once to bfloat16. ml_dtypes converts
+    float64 and wide integers through float32, rounding twice (1 + 2**-8 + 2**-30
+    becomes 1.0, not 1 + 2**-7); this rounds in float64 to bfloat16's 8 significant
+    bits first, after which the two conversions are exact."""
+    x = np.asarray(x)
+    if x.dtype.itemsize <= 2 or x.dtype == np.float32:
+        return x.astype(ml_dtypes.bfloat16)
+    v = x.astype(np.float64)
+    a = np.abs(v)
+    with np.errstate(invalid="ignore", over="ignore"):
+        unit = np.ldexp(1.0, np.maximum(np.frexp(a)[1] - 8, -133))
+        rounded = np.copysign(np.rint(a / unit) * unit, v)
+        return rounded.astype(np.float32).astype(ml_dtypes.bfloat16)
