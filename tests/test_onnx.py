@@ -181,6 +181,32 @@ def test_export_writes_path_and_pytree_names(tmp_path):
     np.testing.assert_array_equal(total, 3 * a)
 
 
+def test_training_step_exports():
+    """A whole SGD step (forward, backward through max pool and an embedding gather,
+    update) is one ONNX model that ONNX Runtime runs to fnad's numbers."""
+    apply, params = init_params("cnn", (-1, 8, 8, 1))
+    table = random.normal(random.PRNGKey(4), (10, 10))
+
+    def loss(p, table, x, y):
+        logits = apply(p, x) + table[y]          # gather forward, scatter_add backward
+        return -fnp.mean(fnp.sum(nn.log_softmax(logits) * nn.one_hot(y, 10), -1))
+
+    def step(p, x, y):
+        value, (g, g_table) = fnad.value_and_grad(loss, argnums=(0, 1))(p[0], p[1], x, y)
+        new = fnad.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, (g, g_table))
+        return value, new
+
+    x = sample((4, 8, 8, 1), 4)
+    y = np.array([3, 1, 3, 9], np.int32)
+    model = fnad.onnx.export(step, x, y, params=(params, table))
+    assert {"ScatterElements", "ScatterND", "GatherND"} <= {n.op_type for n in model.graph.node}
+    got = ort_run(model, {"x": x, "y": y})
+    want = tree_leaves(step((params, table), x, y))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-6)
+
+
 # --------------------------------------------------------------------------- errors
 
 def test_unsupported_primitive_names_it_and_the_line():

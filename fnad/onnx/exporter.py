@@ -91,10 +91,13 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
     for s, (occurrences, _) in symbols.items():
         i, axis = occurrences[0]
         b.symbols[s] = b.op("Shape", names[i], start=axis, end=axis + 1)
+    used = {a for e in program.eqns for a in e.inputs} | set(program.outputs)
     for i, c in enumerate(base.consts):
         name = f"const/{i}"
         c = np.asarray(c)
-        if i in fills:
+        if program.invars[i] not in used:
+            pass                # kept by the program, read by nothing
+        elif i in fills:
             name = b.op("Expand", b.const(c.flat[0]), b.shape_tensor(dims[program.invars[i]]))
         else:
             initializers.append(numpy_helper.from_array(c, name))

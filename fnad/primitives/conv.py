@@ -250,7 +250,7 @@ def reduce_window_sum(x, window_dimensions, window_strides, padding):
                                                         padding))
 
 
-def _extremum(name, op, onnx=None):
+def _extremum(name, op, onnx=None, onnx_scatter=None):
     """reduce_window_max / _min and the two selection primitives their rules use."""
     def impl(x, window_dimensions, window_strides, padding):
         return W.reduce_window(x, op, window_dimensions, window_strides, padding)
@@ -292,14 +292,16 @@ def _extremum(name, op, onnx=None):
         jvp=lambda primals, tangents, **p: (
             scatter(*primals, **p), None if tangents[0] is None else scatter(
                 tangents[0], primals[1], **p)),
-        vjp=lambda ct, out, g, x, **p: (gather(ct, x, **p), None))
+        vjp=lambda ct, out, g, x, **p: (gather(ct, x, **p), None), onnx=onnx_scatter)
     return reduce_p, gather_p, scatter_p
 
 
 reduce_window_max_p, select_and_gather_add_max_p, select_and_scatter_add_max_p = \
-    _extremum("max", W.MAX, onnx=onnx.reduce_window_max)
+    _extremum("max", W.MAX, onnx=onnx.reduce_window_max,
+              onnx_scatter=onnx.select_and_scatter_add)
 reduce_window_min_p, select_and_gather_add_min_p, select_and_scatter_add_min_p = \
-    _extremum("min", W.MIN, onnx=onnx.reduce_window_min)
+    _extremum("min", W.MIN, onnx=onnx.reduce_window_min,
+              onnx_scatter=onnx.select_and_scatter_add_min)
 
 
 def reduce_window_max(x, window_dimensions, window_strides, padding):

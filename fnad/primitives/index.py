@@ -166,6 +166,72 @@ def _scatter_impl(name, op, kinds):
     return impl
 
 
+# --------------------------------------------------------------------------- in compiled loops
+# How the loop compiler (fnad/backends/cpu/loops.py) writes these in Numba code: the
+# helpers of fnad/kernels/cpu/loop_index.py on the same table view as the kernels.
+# None (the loop stays in Python) where the eager kernel would raise: a clip index
+# into an axis of size 0.
+
+def _numba_table(name, aval, k):
+    return (f"np.ascontiguousarray({name}).reshape("
+            f"({math.prod(aval.shape[:k])}, {math.prod(aval.shape[k:])}))")
+
+
+def _numba_addressing(in_avals, mode):
+    """(number of index vectors, their length k, the k indexed axes, mode code) of a
+    gather or scatter, or None where the loop compiler should not take it."""
+    operand, indices = in_avals[:2]
+    k, count = indices.shape[-1], math.prod(indices.shape[:-1])
+    if any(dtype_kind(a.dtype) not in "biufc" for a in in_avals) or (
+            mode == "clip" and count and not all(operand.shape[:k])):
+        return None
+    return count, k, tuple(operand.shape[:k]), "loop_index.CLIP" if mode == "clip" \
+        else "loop_index.FILL"
+
+
+def _numba_gather(args, in_avals, out, mode):
+    found = _numba_addressing(in_avals, mode)
+    if found is None:
+        return None
+    count, k, dims, code = found
+    index = f"np.ascontiguousarray({args[1]}).reshape(({count}, {k}))"
+    return (f"loop_index.gather({_numba_table(args[0], in_avals[0], k)}, {index}, "
+            f"{dims!r}, {code}).reshape({tuple(out.shape)!r})")
+
+
+def _numba_scatter(name):
+    def source(args, in_avals, out, mode, unique_indices):
+        found = _numba_addressing(in_avals, mode)
+        if found is None:
+            return None
+        count, k, dims, code = found
+        index = f"np.ascontiguousarray({args[1]}).reshape(({count}, {k}))"
+        updates = (f"np.ascontiguousarray({args[2]}).reshape("
+                   f"({count}, {math.prod(in_avals[0].shape[k:])}))")
+        return (f"loop_index.{name}({_numba_table(args[0], in_avals[0], k)}, {index}, "
+                f"{dims!r}, {code}, {updates}).reshape({tuple(out.shape)!r})")
+    return source
+
+
+def _numba_windows(starts, shape, sizes):
+    return ", ".join(f"loop_index.window({s}, {n}, {m})"
+                     for s, n, m in zip(starts, shape, sizes))
+
+
+def _numba_dynamic_slice(args, in_avals, out, slice_sizes):
+    if not out.shape:
+        return None
+    windows = _numba_windows(args[1:], in_avals[0].shape, slice_sizes)
+    return f"np.ascontiguousarray({args[0]}[{windows}])"
+
+
+def _numba_dynamic_update_slice(args, in_avals, out):
+    if not out.shape:
+        return None
+    windows = _numba_windows(args[2:], out.shape, in_avals[1].shape)
+    return f"loop_index.updated({args[0]}, {args[1]}, ({windows},))"
+
+
 # --------------------------------------------------------------------------- gather
 
 def _gather_jvp(primals, tangents, mode):
@@ -195,7 +261,8 @@ def _gather_batch(args, batch_dims, mode):
 
 
 gather_p = Primitive("gather", abstract_eval=_gather_shape, impl=_gather_impl,
-                     jvp=_gather_jvp, vjp=_gather_vjp, batch=_gather_batch, onnx=onnx.gather)
+                     jvp=_gather_jvp, vjp=_gather_vjp, batch=_gather_batch,
+                     numba_source=_numba_gather, onnx=onnx.gather)
 
 
 # --------------------------------------------------------------------------- scatter rules
@@ -353,7 +420,8 @@ _SCATTERS = [("scatter",     kernels.SET, "biufc", _set_jvp, _set_vjp),
 
 SCATTERS = {name: Primitive(name, abstract_eval=_scatter_shape(name, kinds),
                             impl=_scatter_impl(name, op, kinds), jvp=jvp, vjp=vjp,
-                            batch=_scatter_batch(name))
+                            batch=_scatter_batch(name),
+                            numba_source=_numba_scatter(name), onnx=onnx.scatter(name))
             for name, op, kinds, jvp, vjp in _SCATTERS}
 scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p = SCATTERS.values()
 
@@ -439,7 +507,8 @@ def _dynamic_slice_batch(args, batch_dims, slice_sizes):
 
 dynamic_slice_p = Primitive("dynamic_slice", abstract_eval=_dynamic_slice_shape,
                             impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
-                            vjp=_dynamic_slice_vjp, batch=_dynamic_slice_batch, onnx=onnx.dynamic_slice)
+                            vjp=_dynamic_slice_vjp, batch=_dynamic_slice_batch,
+                            numba_source=_numba_dynamic_slice, onnx=onnx.dynamic_slice)
 
 
 def _dynamic_update_slice_shape(operand, update, *starts):
@@ -489,7 +558,8 @@ def _dynamic_update_slice_batch(args, batch_dims):
 dynamic_update_slice_p = Primitive(
     "dynamic_update_slice", abstract_eval=_dynamic_update_slice_shape,
     impl=_dynamic_update_slice_impl, jvp=_dynamic_update_slice_jvp,
-    vjp=_dynamic_update_slice_vjp, batch=_dynamic_update_slice_batch)
+    vjp=_dynamic_update_slice_vjp, batch=_dynamic_update_slice_batch,
+    numba_source=_numba_dynamic_update_slice)
 
 
 # --------------------------------------------------------------------------- lax-style functions

@@ -397,12 +397,78 @@ def gather(b, operand, indices, mode):
     return out
 
 
-def scatter_add(b, operand, indices, updates, mode, unique_indices=False):
-    idx, inside = _index_rows(b, operand, indices, mode)
-    if inside is not None:
-        updates = b.op("Where", _rows_mask(b, inside, indices, b.aval(updates).ndim),
-                       updates, b.scalar_like(0, updates))
-    return b.op("ScatterND", operand, idx, updates, reduction="add")
+def scatter(name):
+    """scatter_<op> as ScatterND with that reduction. A "fill" scatter drops the updates
+    of out-of-range rows: they become the reduction's identity at a clamped row (a
+    replacing scatter has none, so that combination has no lowering)."""
+    reduction = {"scatter": "none", "scatter_add": "add", "scatter_mul": "mul",
+                 "scatter_min": "min", "scatter_max": "max"}[name]
+
+    def rule(b, operand, indices, updates, mode, unique_indices=False):
+        idx, inside = _index_rows(b, operand, indices, mode)
+        if inside is not None:
+            if reduction == "none":
+                b.fail('a replacing scatter with mode="fill" (out-of-range rows dropped)')
+            dtype = b.dtype(updates)
+            neutral = {"add": 0, "mul": 1}.get(reduction)
+            if neutral is None:
+                info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+                neutral = info.max if reduction == "min" else info.min
+                if dtype.kind == "f":
+                    neutral = np.inf if reduction == "min" else -np.inf
+            updates = b.op("Where", _rows_mask(b, inside, indices, b.aval(updates).ndim),
+                           updates, b.scalar(neutral, dtype))
+        if reduction in ("min", "max") and b.opset < 18:
+            b.fail(f"ScatterND with reduction {reduction!r} needs opset 18 or later")
+        return b.op("ScatterND", operand, idx, updates,
+                    reduction=None if reduction == "none" else reduction)
+    rule.__name__ = name
+    return rule
+
+
+def select_and_scatter_add(b, source, x, window_dimensions, window_strides, padding,
+                           largest=True):
+    """The max pool's transpose: each window's value of `source` is added where the
+    window's extremum sits. MaxPool's second output gives those places as flat indices
+    into its (N, C, spatial) input, so ScatterElements adds `source` there."""
+    if not _is_float(b, x):
+        b.fail("MaxPool takes floating-point values only")
+    spots = []
+    values = x if largest else b.op("Neg", x)
+
+    def pool_with_indices(y, **attrs):
+        out, where = b.op("MaxPool", y, outputs=2, **attrs)
+        spots.append((y, where))
+        return out
+
+    # Run the pool for its indices in the layout _pool chooses, then scatter there.
+    _pool(b, values, window_dimensions, window_strides, padding, pool_with_indices)
+    if not spots:
+        return b.op("Identity", source)
+    pooled_input, where = spots[0]
+    n = len(window_dimensions)
+    plain = [k for k in range(n) if window_dimensions[k] == 1 and window_strides[k] == 1
+             and tuple(padding[k]) == (0, 0)]
+    spatial = [k for k in range(n) if k not in plain]
+    perm = plain + spatial
+    g = b.op("Transpose", source, perm=perm) if perm != list(range(n)) else source
+    extra = 2 - len(plain)
+    if extra:
+        g = b.op("Unsqueeze", g, b.ints(list(range(extra))))
+    flat = b.ints([-1])
+    zeros = b.op("Reshape", b.op("ConstantOfShape", b.op("Shape", pooled_input),
+                                 value=b.tensor(np.zeros(1, b.dtype(x)))), flat)
+    summed = b.op("ScatterElements", zeros, b.op("Reshape", where, flat),
+                  b.op("Reshape", g, flat), axis=0, reduction="add")
+    y = b.op("Reshape", summed, b.op("Shape", pooled_input))
+    if extra:
+        y = b.op("Squeeze", y, b.ints(list(range(extra))))
+    return b.op("Transpose", y, perm=[int(i) for i in np.argsort(perm)]) \
+        if perm != list(range(n)) else y
+
+
+def select_and_scatter_add_min(b, source, x, **params):
+    return select_and_scatter_add(b, source, x, largest=False, **params)
 
 
 def dynamic_slice(b, operand, *starts, slice_sizes):
