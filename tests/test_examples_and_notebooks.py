@@ -26,7 +26,7 @@ def test_examples_and_notebooks_are_there():
     expected = {"regression.py", "mlp_digits.py", "per_example_gradients.py", "rnn_scan.py",
                 "stax_digits.py", "gaussian_process.py",
                 "01_autodiff_basics.ipynb", "02_composing_transforms.ipynb",
-                "03_training.ipynb", "how_fnad_works.ipynb"}
+                "03_training.ipynb", "how_fnad_works.ipynb", "inside_a_program.ipynb"}
     assert expected <= names, f"missing: {sorted(expected - names)}"
 
 

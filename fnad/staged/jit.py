@@ -166,6 +166,26 @@ class Jitted:
         # The API boundary: an error from tracing or running the function leaves with
         # fnad's frames removed from its traceback (fnad.tracebacks).
         try:
+            if not kwargs and not self.donates and current_trace() is EVAL \
+                    and not config.disable_jit and events.recording is None \
+                    and not config.debug_nans:
+                # The fast path: Arrays in, nothing to transform, nothing observing.
+                # The key is cheap to build and the compiled driver is called
+                # directly, without bind. (Inline: this is jit's per-call cost.)
+                try:
+                    key = _fast_key(args)
+                except AttributeError:
+                    key = None
+                fast = self.fast_by_x64[config.enable_x64].get(key)
+                if fast is not None:
+                    try:
+                        self.cache.move_to_end(fast.trace_key)     # (least recently used)
+                    except KeyError:    # its trace was dropped: trace again below
+                        fast = None
+                if fast is not None:
+                    out = fast(args)
+                    if out is not OTHER_DEVICE:
+                        return out
             if events.recording is None and not config.debug_nans:
                 return self._call(args, kwargs)
             return self._call_observed(args, kwargs)
@@ -188,8 +208,8 @@ class Jitted:
         if self.donates and current_trace() is EVAL and not config.disable_jit:
             return self._call_donating(args, kwargs)
         if not kwargs and current_trace() is EVAL and not config.disable_jit:
-            # The fast path: Arrays in, nothing to transform. The key is cheap to
-            # build and the compiled driver is called directly, without bind.
+            # The fast path again, for calls __call__ did not take it for (observed
+            # ones, or after a dropped trace).
             try:
                 key = _fast_key(args)
             except AttributeError:
