@@ -559,7 +559,7 @@ dynamic_update_slice_p = Primitive(
     "dynamic_update_slice", abstract_eval=_dynamic_update_slice_shape,
     impl=_dynamic_update_slice_impl, jvp=_dynamic_update_slice_jvp,
     vjp=_dynamic_update_slice_vjp, batch=_dynamic_update_slice_batch,
-    numba_source=_numba_dynamic_update_slice)
+    numba_source=_numba_dynamic_update_slice, onnx=onnx.dynamic_update_slice)
 
 
 # --------------------------------------------------------------------------- lax-style functions

@@ -17,7 +17,7 @@ from ... import config
 from ...cache import register
 from ...program import Literal
 from ...kernels.disk_cache import helpers_digest
-from ...kernels.cpu import elementwise, loop_linalg, special
+from ...kernels.cpu import elementwise, loop_index, loop_linalg, special
 from ...kernels.disk_cache import import_generated
 from ..fusion import Group, KernelSource, literal, materialized, partition
 from . import njit
@@ -38,7 +38,7 @@ def body_source(program, name="body", kernel_prefix="k"):
         # is no driver to pass them as bits: the loop stays in Python, its body's
         # fused kernels compiled.
         raise _Unsupported("float16")
-    steps = partition(program)
+    steps = [_own_group(s) for s in partition(program)]
     materialize = materialized(program, steps)
     names, lines, kernels = {}, [], []
     args = [f"a{i}" for i in range(len(program.invars))]
@@ -69,7 +69,9 @@ def body_source(program, name="body", kernel_prefix="k"):
                 if dtype != var.aval.dtype:     # partial sums kept wider: round them once
                     rounding.append(f"{o} = {o}.astype(np.{var.aval.dtype.name})")
                 outs.append(o)
-            ins = [value(a) for a in kernel.inputs]
+            # A kernel reads its operands as arrays, a scalar literal as a 0-d one.
+            ins = [f"np.asarray({value(a)})" if isinstance(a, Literal) else value(a)
+                   for a in kernel.inputs]
             lines.append(f"{k}({', '.join(ins + outs + [str(n) for n in step.shape])})")
             lines += rounding
             continue
@@ -86,6 +88,18 @@ def body_source(program, name="body", kernel_prefix="k"):
     source = "\n".join([f"def {name}({', '.join(args)}):"] + ["    " + line for line in lines]
                        + [f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])
     return source + "\n", kernels
+
+
+def _own_group(step):
+    """A reduction the partition left alone (its operand made by a library call, say a
+    gather) as a loop nest of its own: the loop has no numpy to call."""
+    if isinstance(step, Group) or step.prim.reduction is None \
+            or isinstance(step.inputs[0], Literal):
+        return step
+    group = Group(tuple(step.inputs[0].aval.shape))
+    group.eqns.append(step)
+    group.reduced.update(step.outputs)
+    return group
 
 
 def _variables(program):
@@ -126,11 +140,11 @@ import numba
 import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
 from fnad.backends.cpu.njit import load_kernel
-from fnad.kernels.cpu import loop_linalg
+from fnad.kernels.cpu import loop_index, loop_linalg
 from fnad.kernels.cpu import special
 """
 # The modules whose functions a loop calls (and Numba compiles into it).
-HELPERS = (elementwise, loop_linalg, special)
+HELPERS = (elementwise, loop_index, loop_linalg, special)
 
 
 JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
@@ -217,6 +231,7 @@ class _Loop:
         self.ready = None
         self.thread = None
         self.calls = 0
+        self.reason = None          # why the body stays a Python loop, if it does
 
     def get(self, args):
         self.calls += 1
@@ -245,6 +260,7 @@ class _Loop:
             self.ready = module.loop
         except Exception as err:        # an unsupported body keeps the Python loop
             self.ready = False
+            self.reason = f"{type(err).__name__}: {err}"
             if config.log_compiles:
                 print(f"fnad: scan body left to a Python loop ({type(err).__name__}: {str(err)[:3000]})")
 
