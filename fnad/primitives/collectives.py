@@ -146,6 +146,14 @@ def _comm(names, who):
 
 # --------------------------------------------------------------------------- host buffers
 
+# MPI calls made by this process's collectives, by MPI function: what bucketing saves
+# is visible here (one Allreduce for a whole pytree of one dtype).
+mpi_calls = {}
+
+
+def _count(fn):
+    mpi_calls[fn] = mpi_calls.get(fn, 0) + 1
+
 def _wire_dtype(dtype):
     # MPI has no float16/bfloat16 sum: those travel (and are summed) in float32,
     # rounded once at the end, which is also the more accurate sum.
@@ -163,6 +171,7 @@ def allreduce(values, comm, op):
         if len(members) == 1 and values[members[0]].dtype == wire:
             i = members[0]
             out = np.empty(values[i].shape, wire)
+            _count("Allreduce")
             comm.Allreduce(np.ascontiguousarray(values[i]), out, op=op)
             outs[i] = out
             continue
@@ -172,6 +181,7 @@ def allreduce(values, comm, op):
         for i, n in zip(members, sizes):
             buf[start:start + n] = values[i].ravel()
             start += n
+        _count("Allreduce")
         comm.Allreduce(_in_place(), buf, op=op)
         start = 0
         for i, n in zip(members, sizes):
@@ -208,6 +218,7 @@ def _extremum_allreduce(values, comm, largest):
             nan = np.isnan(v)
             parts += [np.where(nan, -flag * np.inf, v), nan * flag]
         buf = np.concatenate(parts) if parts else np.empty(0)
+        _count("Allreduce")
         comm.Allreduce(MPI.IN_PLACE, buf, op=op)
         start = 0
         for i in floats:
@@ -357,6 +368,7 @@ def _gathered(stacked, axis, tiled):
 def _gather_impl(x, axis_name, axis, tiled, axis_size):
     comm = _comm(axis_name, "all_gather")
     recv = np.empty((comm.Get_size(),) + x.shape, x.dtype)
+    _count("Allgather")
     comm.Allgather(np.ascontiguousarray(x), recv)
     out = np.ascontiguousarray(np.moveaxis(recv, 0, axis))
     if tiled:
@@ -433,6 +445,7 @@ def _scatter_impl(x, axis_name, scatter_dimension, tiled, axis_size):
     wire = _wire_dtype(x.dtype)
     send = np.ascontiguousarray(np.moveaxis(x, sd, 0), dtype=wire)
     recv = np.empty(send.shape[1:], wire)
+    _count("Reduce_scatter_block")
     comm.Reduce_scatter_block(send, recv, op=_mpi().SUM)
     return recv.astype(x.dtype, copy=False)
 
@@ -494,6 +507,7 @@ def _permute_impl(x, axis_name, perm, axis_size):
     dest = next((t for s, t in perm if s == rank), MPI.PROC_NULL)
     source = next((s for s, t in perm if t == rank), MPI.PROC_NULL)
     out = np.zeros(x.shape, x.dtype)       # a member nobody sends to gets zeros
+    _count("Sendrecv")
     comm.Sendrecv(np.ascontiguousarray(x), dest, 0, out, source, 0)
     return out
 

@@ -1,0 +1,191 @@
+"""Run by tests/test_distributed.py under `mpiexec -n K`: every check in one launch
+(each launch pays for importing numba and compiling). Exits nonzero (MPI Abort, with
+the rank and the failed assertion named) when a check fails; rank 0 prints OK.
+
+    distributed_worker.py checks          collectives, derivatives, equivalence, data
+    distributed_worker.py fail DIR STEP   train; process 1 raises at STEP; rank 0
+                                          checkpoints to DIR after every step
+"""
+import os
+import sys
+import time
+
+import numpy as np
+
+import fnad
+import fnad.numpy as fnp
+from fnad import lax
+
+D = fnad.distributed
+D.initialize()
+RANK, K = D.process_index(), D.process_count()
+
+
+def close(a, b, tol=1e-12, what=""):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=tol, atol=tol, err_msg=what)
+
+
+# --------------------------------------------------------------------------- collectives
+
+def collective_checks():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(K, 3))
+    X[1 % K, 2] = np.nan if K > 1 else X[0, 2]
+    ring = [(k, (k + 1) % K) for k in range(K)]
+    funcs = {
+        "psum": lambda x: lax.psum({"a": x, "b": x.astype(np.float32), "c": fnp.ones(2)}, "p"),
+        "pmean": lambda x: lax.pmean(x, "p"),
+        "pmax": lambda x: lax.pmax(x, "p"),
+        "pmin": lambda x: lax.pmin(x, "p"),
+        "psum int": lambda x: lax.psum(lax.axis_index("p") + 1, "p"),
+        "all_gather": lambda x: lax.all_gather(x, "p", axis=1),
+        "all_gather tiled": lambda x: lax.all_gather(x, "p", tiled=True),
+        "psum_scatter": lambda x: lax.psum_scatter(fnp.outer(fnp.arange(K * 2.0), x), "p",
+                                                   tiled=True),
+        "ppermute": lambda x: lax.ppermute(x, "p", ring),
+        "ppermute partial": lambda x: lax.ppermute(x, "p", [(0, K - 1)]),
+        "axis_index": lambda x: lax.axis_index("p"),
+        "axis_size": lambda x: fnp.asarray(lax.axis_size("p")),
+    }
+    for name, f in funcs.items():
+        ref = fnad.tree_util.tree_map(lambda o: np.asarray(o)[RANK],
+                                      fnad.vmap(f, axis_name="p")(X))
+        for mode, g in (("eager", D.shard_map(f, "p")), ("jit", fnad.jit(D.shard_map(f, "p"))),
+                        ("jit inside", D.shard_map(fnad.jit(f), "p"))):
+            for _ in range(2):
+                got = g(X[RANK])
+                for a, b in zip(fnad.tree_util.tree_leaves(got), fnad.tree_util.tree_leaves(ref)):
+                    assert np.asarray(a).dtype == np.asarray(b).dtype, (name, mode)
+                    close(a, b, 1e-6 if np.asarray(a).dtype == np.float32 else 1e-14,
+                          f"{name} {mode}")
+
+    # derivatives: each process's vjp/jvp (the collectives' own rules, over MPI) equal
+    # the vmap reference's rows
+    Y = rng.normal(size=(K, 3))
+    grads = {
+        "psum": lambda x: lax.psum(x, "p") * x,
+        "pmean": lambda x: fnp.sin(lax.pmean(x * x, "p")),
+        "pmax": lambda x: lax.pmax(x, "p") * x,
+        "all_gather": lambda x: lax.all_gather(x, "p") ** 2,
+        "psum_scatter": lambda x: lax.psum_scatter(fnp.outer(fnp.arange(K * 1.0), x), "p"),
+        "ppermute": lambda x: lax.ppermute(x, "p", ring) * x,
+    }
+    for name, f in grads.items():
+        out = fnad.vmap(f, axis_name="p")(Y)
+        C = rng.normal(size=np.shape(out))
+        T = rng.normal(size=Y.shape)
+        ref_ct = fnad.vmap(lambda x, c: fnad.vjp(f, x)[1](c)[0], axis_name="p")(Y, C)
+        ref_t = fnad.vmap(lambda x, t: fnad.jvp(f, (x,), (t,))[1], axis_name="p")(Y, T)
+        ct = fnad.jit(D.shard_map(lambda x, c: fnad.vjp(f, x)[1](c)[0], "p"))(Y[RANK], C[RANK])
+        t = D.shard_map(lambda x, t: fnad.jvp(f, (x,), (t,))[1], "p")(Y[RANK], T[RANK])
+        close(ct, np.asarray(ref_ct)[RANK], 1e-13, f"vjp {name}")
+        close(t, np.asarray(ref_t)[RANK], 1e-13, f"jvp {name}")
+
+    # an unbound name is an error here too
+    try:
+        lax.psum(Y, "nope")
+    except NameError as err:
+        assert "'nope'" in str(err)
+    else:
+        raise AssertionError("psum over an unbound name did not raise")
+
+
+# --------------------------------------------------------------------------- equivalence
+
+def mlp_params(rng):
+    return [(rng.normal(size=(5, 16)) * 0.5, np.zeros(16)),
+            (rng.normal(size=(16, 16)) * 0.3, rng.normal(size=16) * 0.1),
+            (rng.normal(size=(16, 3)) * 0.3, np.zeros(3))]
+
+
+def mlp_loss(params, x, y):
+    h = x
+    for i, (w, b) in enumerate(params):
+        h = h @ w + b
+        if i < len(params) - 1:
+            h = fnp.tanh(h)
+    return fnp.mean((h - y) ** 2)
+
+
+def train(opt, params, batches, step_fn):
+    state = opt.init(params)
+    for x, y in batches:
+        params, state = step_fn(params, state, x, y)
+    return params
+
+
+def equivalence_checks():
+    rng = np.random.default_rng(3)
+    params = mlp_params(rng)
+    data_x, data_y = rng.normal(size=(20 * 8 * K, 5)), rng.normal(size=(20 * 8 * K, 3))
+    for opt in (fnad.optim.sgd(0.1), fnad.optim.adam(1e-2)):
+        def local_step(params, state, x, y):
+            grads = lax.pmean(fnad.grad(mlp_loss)(params, x, y), "p")
+            updates, state = opt.update(grads, state, params)
+            return fnad.optim.apply_updates(params, updates), state
+
+        def whole_step(params, state, x, y):
+            updates, state = opt.update(fnad.grad(mlp_loss)(params, x, y), state, params)
+            return fnad.optim.apply_updates(params, updates), state
+        before = D.mpi_call_counts().get("Allreduce", 0)
+        # 20 steps; each process on its shard (8 examples) of the global batch (8 K)
+        mine = fnad.data.batches((data_x, data_y), 8, key=11, shard=(RANK, K))
+        ours = train(opt, params, mine, fnad.jit(D.shard_map(local_step, "p")))
+        calls = D.mpi_call_counts()["Allreduce"] - before
+        # one Allreduce per step for all 6 float64 gradient leaves (bucketing)
+        assert calls == 20, calls
+        # shard r takes every K-th entry of the epoch's permutation, so step s of all
+        # processes together holds entries [8Ks, 8K(s+1)): the whole batch of step s
+        whole = fnad.data.batches((data_x, data_y), 8 * K, key=11)
+        ref = train(opt, params, whole, fnad.jit(whole_step))
+        for a, b in zip(fnad.tree_util.tree_leaves(ours), fnad.tree_util.tree_leaves(ref)):
+            close(a, b, 1e-10, "parameters after 20 steps")
+
+
+def data_checks():
+    n = 10 * K + (K - 1)
+    seen = []
+    for x in fnad.data.batches(np.arange(n), 3, key=5, shard=(RANK, K), pad_shards=False):
+        seen.append(np.asarray(x))
+    mine = np.concatenate(seen)
+    everyone = np.asarray(D.shard_map(lambda v: lax.all_gather(v, "p"), "p")(mine))
+    assert len(set(everyone.ravel().tolist())) == everyone.size == n - n % K
+    seen = np.concatenate([np.asarray(x) for x in fnad.data.batches(np.arange(8 * K), 4, key=5,
+                                                                    shard=(RANK, K))])
+    everyone = np.asarray(D.shard_map(lambda v: lax.all_gather(v, "p"), "p")(seen))
+    assert sorted(everyone.ravel().tolist()) == list(range(8 * K))     # one epoch, once
+
+
+# --------------------------------------------------------------------------- failure
+
+def failure_run(directory, fail_at):
+    rng = np.random.default_rng(3)
+    params = mlp_params(rng)
+    opt = fnad.optim.adam(1e-2)
+    state = opt.init(params)
+    x, y = rng.normal(size=(8, 5)), rng.normal(size=(8, 3))
+
+    def local_step(params, state):
+        grads = lax.pmean(fnad.grad(mlp_loss)(params, x, y), "p")
+        updates, state = opt.update(grads, state, params)
+        return fnad.optim.apply_updates(params, updates), state
+    step = fnad.jit(D.shard_map(local_step, "p"))
+    for i in range(1, 100):
+        if RANK == 1 and i == fail_at:
+            with open(os.path.join(directory, "raised_at"), "w") as f:
+                f.write(repr(time.time()))
+            raise RuntimeError(f"boom at step {i}")
+        params, state = step(params, state)
+        if RANK == 0:
+            fnad.io.save(os.path.join(directory, "ckpt.fnad"), {"params": params, "step": i})
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "checks":
+        collective_checks()
+        data_checks()
+        equivalence_checks()
+        if RANK == 0:
+            print("OK", D.mpi_call_counts(), flush=True)
+    else:
+        failure_run(sys.argv[2], int(sys.argv[3]))
