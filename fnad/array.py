@@ -267,4 +267,4 @@ class Array(metaclass=abc.ABCMeta):
         # Pickles hold host data: unpickling gives a cpu Array.
         return (Array, (np.array(self.host_value()),))
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as numpy arrays

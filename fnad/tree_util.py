@@ -13,6 +13,10 @@ import typing
 
 from .errors import TreeStructureError
 
+# A pytree, for annotations: containers of leaves, where registered node types make the
+# set of containers open-ended, so no closed union can describe it (JAX also uses Any).
+PyTree = typing.Any
+
 _registry = {}
 
 # flatten(node) -> (children, aux); unflatten(aux, children) -> node;

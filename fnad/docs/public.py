@@ -14,8 +14,9 @@ MODULES = [
     "fnad.scipy.special", "fnad.scipy.linalg", "fnad.scipy.stats", "fnad.test_util",
     "fnad.config", "fnad.errors", "fnad.dlpack", "fnad.ad_checkpoint",
     "fnad.checkpoint_policies", "fnad.example_libraries.stax",
-    "fnad.example_libraries.optimizers"]
-OPTIONAL_MODULES = ["fnad.amp", "fnad.onnx", "fnad.debug", "fnad.distributed", "fnad.draw",
+    "fnad.example_libraries.optimizers", "fnad.typing"]
+OPTIONAL_MODULES = ["fnad.amp", "fnad.onnx", "fnad.debug", "fnad.distributed", "fnad.drawing",
+                    "fnad.hooks", "fnad.profiler",
                     "fnad.scipy.signal", "fnad.scipy.optimize", "fnad.scipy.ndimage",
                     "fnad.scipy.fft", "fnad.scipy.integrate"]
 
@@ -71,6 +72,8 @@ def public_names(module_name):
         obj = getattr(module, name)
         if isinstance(obj, types.ModuleType) or not (callable(obj) or inspect.isclass(obj)):
             continue
+        if isinstance(obj, types.GenericAlias) or type(obj).__module__ == "typing":
+            continue  # a type alias (fnad.typing's): its module docstring describes it
         if declared is None and _is_plumbing(module_name, name, obj):
             continue
         result.append(name)

@@ -12,6 +12,7 @@ gives it when promotion allows (`fori_loop(0, n, f, 0.0)` with a float64 body ca
 float64; a float carry never becomes an integer one).
 """
 import builtins
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -24,6 +25,12 @@ from ..staged.staging import stage
 from ..primitives.elementwise import convert_element_type_p, clamp_p, ne_p
 from ..tree_util import tree_flatten, tree_unflatten
 from ..transforms._util import as_value
+
+# For annotations: a loop's carry and a branch's result keep their pytree type.
+T = TypeVar("T")
+Carry = TypeVar("Carry")
+X = TypeVar("X")
+Y = TypeVar("Y")
 
 
 def _aval(x):
@@ -86,7 +93,8 @@ def _check_carry(what, in_tree, out_tree, in_avals, out_avals, weak):
 
 # --------------------------------------------------------------------------- cond, switch
 
-def cond(pred, true_fun, false_fun, *operands):
+def cond(pred: Any, true_fun: Callable[..., T], false_fun: Callable[..., T], *operands: Any
+         ) -> T:
     """true_fun(*operands) if pred else false_fun(*operands), with pred possibly traced.
     Both branches are traced; one runs (both, under vmap with a batched pred).
 
@@ -108,7 +116,7 @@ def cond(pred, true_fun, false_fun, *operands):
     return _switch(index, (false_fun, true_fun), operands, ("false_fun", "true_fun"))
 
 
-def switch(index, branches, *operands):
+def switch(index: Any, branches: Sequence[Callable[..., T]], *operands: Any) -> T:
     """branches[index](*operands), with index clamped into [0, len(branches) - 1]."""
     branches = tuple(branches)
     if not branches:
@@ -182,7 +190,7 @@ def _unify_branch_types(staged, names, casts):
 
 # --------------------------------------------------------------------------- while_loop, fori_loop
 
-def while_loop(cond_fun, body_fun, init_val):
+def while_loop(cond_fun: Callable[[T], Any], body_fun: Callable[[T], T], init_val: T) -> T:
     """Repeat val = body_fun(val) while cond_fun(val); returns the final val.
     Forward-differentiable (jvp, jacfwd); for reverse mode use scan or fori_loop with
     static bounds (grad through a while_loop raises GradientError, as in JAX).
@@ -227,7 +235,8 @@ def _static_int(x):
     return type(x) is Array and x.shape == () and x.dtype.kind in "iu"
 
 
-def fori_loop(lower, upper, body_fun, init_val, unroll=None):
+def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, T], T], init_val: T,
+              unroll: int | bool | None = None) -> T:
     """for i in range(lower, upper): val = body_fun(i, val). With concrete bounds this is
     a scan (reverse-differentiable); with traced bounds, a while_loop.
 
@@ -265,7 +274,9 @@ def _index_dtype(lower, upper):
 
 # --------------------------------------------------------------------------- scan, map
 
-def scan(f, init, xs=None, length=None, reverse=False, unroll=1):
+def scan(f: Callable[[Carry, X], tuple[Carry, Y]], init: Carry, xs: X | None = None,
+         length: int | None = None, reverse: bool = False, unroll: int | bool = 1
+         ) -> tuple[Carry, Y]:
     """Loop f(carry, x) -> (carry, y) over the leading axis of xs; returns the final
     carry and the ys stacked. Carry, xs and ys are pytrees (ys may be None).
 
@@ -330,7 +341,7 @@ def _scan_length(xs, length):
     return lengths.pop()
 
 
-def map(f, xs):  # noqa: A001 (lax's name)
+def map(f: Callable[[X], Y], xs: X) -> Y:  # noqa: A001 (lax's name)
     """[f(x) for x in xs] along the leading axis, stacked: a scan with no carry."""
     _, ys = scan(lambda carry, x: ((), f(x)), (), xs)
     return ys

@@ -12,6 +12,7 @@ program under a new BatchTrace of the same axis (jit_call, control flow, custom 
 make it inherit the name of the trace whose rule is running.
 """
 import contextvars
+from typing import Any, Callable, Hashable
 
 from ..abstract import ShapedArray
 from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
@@ -197,7 +198,9 @@ def vmap_flat(fun, values, dims, size, keep_unbatched=False, axis_name=INHERIT):
     return result
 
 
-def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
+def vmap(fun: Callable[..., Any], in_axes: Any = 0, out_axes: Any = 0,
+         axis_name: Hashable | None = None, axis_size: int | None = None
+         ) -> Callable[..., Any]:
     """Vectorize fun over a new leading (or in_axes-given) axis of its arguments.
 
     As in JAX: in_axes is an int, None, or a tuple with one entry per positional
@@ -286,7 +289,7 @@ def vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None):
             final.append(moveaxis_to(o, 0, ax % o.ndim))
         return tree_unflatten(out_tree, final)
     vmapped.__name__ = f"vmap({getattr(fun, '__name__', 'fun')})"
-    vmapped.__wrapped__ = fun
+    vmapped.__wrapped__ = fun  # type: ignore[attr-defined]
     return vmapped
 
 

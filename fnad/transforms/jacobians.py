@@ -8,6 +8,8 @@ Complex values follow JAX: without `holomorphic`, jacfwd takes real inputs and j
 gives real outputs (a complex Jacobian of a non-holomorphic map is not one matrix);
 holomorphic=True takes complex inputs to complex outputs and gives f'(z), the same
 formulas either way since the unit tangents and cotangents are then 1 + 0j."""
+from typing import Any, Callable, Sequence
+
 import numpy as np
 
 from ..dtypes import kind_of as dtype_kind
@@ -95,7 +97,8 @@ def _zeros_jacobian(flat_out, tree_out, flat_in, tree_in):
                                  for x in flat_in]) for o in flat_out])
 
 
-def jacfwd(fun, argnums=0, has_aux=False, holomorphic=False):
+def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of fun by forward mode: jvp vmapped over the input's unit vectors."""
     return _jacfwd(fun, argnums, has_aux, "jacfwd", holomorphic)
 
@@ -132,7 +135,8 @@ def _jacfwd(fun, argnums, has_aux, name, holomorphic=False):
     return jacfwd_fun
 
 
-def jacrev(fun, argnums=0, has_aux=False, holomorphic=False):
+def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of fun by reverse mode: one forward pass, its pullback vmapped
     over the output's unit vectors."""
     return _jacrev(fun, argnums, has_aux, "jacrev", holomorphic)
@@ -163,7 +167,8 @@ def _jacrev(fun, argnums, has_aux, name, holomorphic=False):
     return jacrev_fun
 
 
-def hessian(fun, argnums=0, has_aux=False, holomorphic=False):
+def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable[..., Any]:
     """The matrix of second derivatives: jacfwd of jacrev."""
     return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian", holomorphic), argnums, has_aux,
                    "hessian", holomorphic)

@@ -6,7 +6,9 @@ inputs only does the work that input needs.
 """
 from ..core import Trace, Tracer, use_trace, current_trace, bind_custom
 from ..primitives._rules import instantiate
-from ..tree_util import tree_flatten, tree_unflatten
+from typing import Any, Callable, Sequence
+
+from ..tree_util import PyTree, tree_flatten, tree_unflatten
 from ._util import flatten_fun_output, check_float_input, zeros_like, check_tangent, split_aux
 
 
@@ -74,7 +76,8 @@ class JVPTrace(Trace):
         return [self.wrap(o, t) for o, t in zip(outs, tangents_out)]
 
 
-def jvp(fun, primals, tangents, has_aux=False):
+def jvp(fun: Callable[..., Any], primals: Sequence[PyTree], tangents: Sequence[PyTree],
+        has_aux: bool = False) -> tuple[Any, ...]:
     """(fun(*primals), the derivative of fun at primals applied to tangents): forward mode.
 
     Args:

@@ -23,7 +23,7 @@ _device = cuda().jit(device=True)
 if simulated():     # the simulator runs kernels as Python: numpy's own functions do
     import numpy as _libdevice
 else:
-    from numba.cuda import libdevice as _libdevice
+    from numba.cuda import libdevice as _libdevice  # type: ignore[no-redef]
 
 
 def _unary(fn):
