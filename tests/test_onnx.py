@@ -156,6 +156,24 @@ def test_numpy_semantics_of_the_lowerings():
         np.testing.assert_array_equal(got, np.asarray(want))
 
 
+def test_cumulative_arg_and_dynamic_slices():
+    def f(x, i):
+        return (fnp.cumprod(x, 1), lax.cummax(x, 1), lax.cummin(x, 1, reverse=True),
+                fnp.argmax(x, 1), fnp.argmin(x, 0),
+                lax.dynamic_update_slice(x, fnp.ones((2, 2)), (i, 5 - i)),
+                lax.dynamic_slice(x, (i, -1), (2, 2)))
+    x = np.array([[np.nan, -2.5, 0.5, 1.0], [1.5, -0.5, 2.5, 0.0],
+                  [-1.25, 3.0, 0.25, -2.0]], np.float32)
+    for i in (np.array(2, np.int32), np.array(-7, np.int32)):
+        model = fnad.onnx.export(f, x, i)
+        for got, want in zip(ort_run(model, {"x": x, "i": i}), f(x, i)):
+            np.testing.assert_array_equal(got, np.asarray(want))
+    y = x[1:] + 4
+    model = fnad.onnx.export(lambda a, b: fnp.arctan2(a, b), y, -y[::-1])
+    np.testing.assert_allclose(ort_run(model, {"a": y, "b": -y[::-1]})[0],
+                               np.arctan2(y, -y[::-1]), rtol=1e-6)
+
+
 def test_while_loop_and_integers():
     def f(x, n):
         def body(c):
@@ -214,6 +232,11 @@ def test_unsupported_primitive_names_it_and_the_line():
         return fnp.linalg.det(x)        # the line the error must name
     with pytest.raises(UnsupportedPrimitiveError, match=r"'det'.*test_onnx.py:\d+ in f"):
         fnad.onnx.export(f, np.eye(3, dtype=np.float32))
+
+
+def test_random_bits_inside_the_function_are_refused():
+    with pytest.raises(UnsupportedPrimitiveError, match="random bits.*pass them in"):
+        fnad.onnx.export(lambda key: random.normal(key, (3,)), random.PRNGKey(0))
 
 
 def test_pinned_dynamic_axis_names_the_equation():

@@ -285,7 +285,7 @@ def _indicator(mask, like):
 atan2_p = binary("atan2", np.arctan2,
                  lambda x, y, o: y / (x * x + y * y),
                  lambda x, y, o: -x / (x * x + y * y),
-                 "np.arctan2({0}, {1})", kinds=FLOAT)
+                 "np.arctan2({0}, {1})", kinds=FLOAT, onnx=onnx.atan2)
 # C's fmod: the result has the sign of x; x = trunc(x / y) * y + rem.
 rem_p = binary("rem", np.fmod, lambda x, y, o: 1 + 0 * o, lambda x, y, o: -_trunc(x / y),
                "kernels.fmod_scalar({0}, {1})", kinds=ORDERED, onnx=onnx.rem)

@@ -33,16 +33,25 @@ def _nan_through(b, out, *xs):
     return out
 
 
+def _pick(b, x, y, compare, dtype):
+    """numpy's maximum/minimum exactly: x where x is NaN or x `compare` y, else y (so
+    NaN wins and maximum(0.0, -0.0) is -0.0, as numpy's kernels give)."""
+    take = b.op(compare, x, y)
+    if np.dtype(dtype).kind == "f":
+        take = b.op("Or", b.op("IsNaN", x), take)
+    return b.op("Where", take, x, y)
+
+
 def maximum(b, x, y):
-    return _nan_through(b, b.op("Max", x, y), x, y)
+    return _pick(b, x, y, "Greater", b.dtype(x))
 
 
 def minimum(b, x, y):
-    return _nan_through(b, b.op("Min", x, y), x, y)
+    return _pick(b, x, y, "Less", b.dtype(x))
 
 
 def clamp(b, lo, x, hi):
-    return _nan_through(b, b.op("Min", b.op("Max", x, lo), hi), lo, x, hi)
+    return _pick(b, _pick(b, x, lo, "Greater", b.dtype(x)), hi, "Less", b.dtype(x))
 
 
 def sign(b, x):
@@ -64,6 +73,28 @@ def rsqrt(b, x):
 def cbrt(b, x):
     return b.op("Mul", b.op("Sign", x),
                 b.op("Pow", b.op("Abs", x), b.scalar_like(1 / 3, x)))
+
+
+def atan2(b, y, x):
+    """numpy's arctan2(y, x): atan(y / x) moved into the quadrant of (x, y)."""
+    zero = b.scalar_like(0, x)
+    pi = b.scalar_like(np.pi, x)
+    base = b.op("Atan", b.op("Div", y, x))
+    y_neg = b.op("Or", b.op("Less", y, zero),
+                 b.op("And", b.op("Equal", y, zero), _negative_zero(b, y)))
+    shift = b.op("Where", y_neg, b.op("Neg", pi), pi)
+    x_neg = b.op("Or", b.op("Less", x, zero),
+                 b.op("And", b.op("Equal", x, zero), _negative_zero(b, x)))
+    out = b.op("Where", x_neg, b.op("Add", base, shift), base)
+    # atan(±0 / ±0) is NaN: the quadrant's zero (or ±pi) instead
+    both_zero = b.op("And", b.op("Equal", x, zero), b.op("Equal", y, zero))
+    at_zero = b.op("Where", x_neg, shift, b.op("Mul", y, b.scalar_like(1, y)))
+    return b.op("Where", both_zero, at_zero, out)
+
+
+def _negative_zero(b, x):
+    """x is -0.0 (or negative): 1 / x is -inf for -0.0."""
+    return b.op("Less", b.op("Div", b.scalar_like(1, x), x), b.scalar_like(0, x))
 
 
 def hypot(b, x, y):
@@ -151,6 +182,8 @@ def convert_element_type(b, x, new_dtype):
 
 
 def select(b, pred, on_true, on_false):
+    # Where is exact in ONNX; ONNX Runtime 1.32's CPU kernel returns +0.0 for a -0.0
+    # taken from its second operand (checked against onnx.reference, which keeps it).
     return b.op("Where", pred, on_true, on_false)
 
 
@@ -256,13 +289,64 @@ def reduction(op_type):
 
 def arg_reduction(op_type):
     def rule(b, x, axis, index_dtype):
-        return b.cast(b.op(op_type, x, axis=int(axis), keepdims=0), index_dtype)
+        found = b.op(op_type, x, axis=int(axis), keepdims=0)
+        if _is_float(b, x):     # numpy: the first NaN wins
+            nan = b.op("IsNaN", x)
+            first_nan = b.op("ArgMax", b.cast(nan, np.int32), axis=int(axis), keepdims=0)
+            any_nan = b.op("ReduceMax", b.cast(nan, np.int32), b.ints([axis]), keepdims=0)
+            found = b.op("Where", b.cast(any_nan, np.bool_), first_nan, found)
+        return b.cast(found, index_dtype)
     rule.__name__ = op_type
     return rule
 
 
 def cumsum(b, x, axis, reverse):
     return b.op("CumSum", x, b.const(np.int64(axis)), reverse=int(bool(reverse)))
+
+
+def cumulative(combine, identity):
+    """cumprod/cummax/cummin by doubling (Hillis-Steele): log2(n) rounds of combining
+    each entry with the one `shift` before it, over an axis of static length."""
+    def rule(b, x, axis, reverse):
+        if b.is_symbolic(b.dims_of(x)[axis]):
+            b.fail("a cumulative product/extremum along a dynamic axis")
+        n = b.aval(x).shape[axis]
+        y = rev(b, x, (axis,)) if reverse else x
+        fill = b.scalar(identity(b.dtype(x)), b.dtype(x))
+        shift = 1
+        while shift < n:
+            pads = [0] * (2 * b.aval(x).ndim)
+            pads[axis] = shift
+            moved = b.op("Pad", y, b.ints(pads), fill, mode="constant")
+            moved = b.op("Slice", moved, b.ints([0]), b.ints([n]), b.ints([axis]))
+            y = combine(b, y, moved, b.dtype(x))
+            shift *= 2
+        return rev(b, y, (axis,)) if reverse else y
+    return rule
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min if dtype.kind in "iu" \
+        else False
+
+
+def _highest(dtype):
+    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max if dtype.kind in "iu" \
+        else True
+
+
+def _combine(op_type):
+    def combine(b, y, earlier, dtype):
+        if op_type == "Mul":
+            return b.op("Mul", earlier, y)
+        # numpy's accumulate computes maximum(earlier, y): the same tie and NaN rule
+        return _pick(b, earlier, y, "Greater" if op_type == "Max" else "Less", dtype)
+    return combine
+
+
+cumprod = cumulative(_combine("Mul"), lambda dtype: 1)
+cummax = cumulative(_combine("Max"), _lowest)
+cummin = cumulative(_combine("Min"), _highest)
 
 
 # --------------------------------------------------------------------------- dot, conv
@@ -471,16 +555,39 @@ def select_and_scatter_add_min(b, source, x, **params):
     return select_and_scatter_add(b, source, x, largest=False, **params)
 
 
-def dynamic_slice(b, operand, *starts, slice_sizes):
-    n = len(starts)
+def _clamped_starts(b, operand, starts, sizes):
+    """dynamic_slice's starts: negatives from the end, then shifted to fit `sizes`."""
     begin = b.op("Concat", *[b.op("Unsqueeze", b.cast(s, np.int64), b.ints([0]))
                              for s in starts], axis=0)
-    sizes = b.op("Shape", operand)
-    begin = b.op("Where", b.op("Less", begin, b.const(np.int64(0))),
-                 b.op("Add", begin, sizes), begin)
+    shape = b.op("Shape", operand)
+    zero = b.const(np.int64(0))
+    begin = b.op("Where", b.op("Less", begin, zero), b.op("Add", begin, shape), begin)
+    return b.op("Max", b.op("Min", begin, b.op("Sub", shape, sizes)), zero), shape
+
+
+def dynamic_update_slice(b, operand, update, *starts):
+    """The update padded out to the operand's shape, chosen where a padded mask is set."""
+    sizes = b.op("Shape", update)
+    begin, shape = _clamped_starts(b, operand, starts, sizes)
+    pads = b.op("Concat", begin, b.op("Sub", b.op("Sub", shape, begin), sizes), axis=0)
+    placed = b.op("Pad", update, pads, mode="constant")
+    ones = b.op("ConstantOfShape", sizes, value=b.tensor(np.ones(1, np.bool_)))
+    mask = b.op("Pad", ones, pads, b.const(np.bool_(False)), mode="constant")
+    return b.op("Where", mask, placed, operand)
+
+
+def dynamic_slice(b, operand, *starts, slice_sizes):
     width = b.ints(slice_sizes)
-    begin = b.op("Max", b.op("Min", begin, b.op("Sub", sizes, width)), b.const(np.int64(0)))
-    return b.op("Slice", operand, begin, b.op("Add", begin, width), b.ints(list(range(n))))
+    begin, _ = _clamped_starts(b, operand, starts, width)
+    return b.op("Slice", operand, begin, b.op("Add", begin, width),
+                b.ints(list(range(len(starts)))))
+
+
+def unsupported(why):
+    """The rule of a primitive ONNX cannot express: export raises, saying why."""
+    def rule(b, *args, **params):
+        b.fail(why)
+    return rule
 
 
 # --------------------------------------------------------------------------- calls, control

@@ -21,6 +21,14 @@ from ..abstract import ShapedArray, broadcast_shapes
 from ..errors import DTypeError, ShapeError
 from ..kernels.cpu import random as kernels
 from .structural import elementwise_primitive, moveaxis_to
+from . import onnx_rules
+
+# ONNX has no wrapping uint32 arithmetic in ONNX Runtime's kernels: bits drawn inside an
+# exported function have no lowering; draw them outside and pass them in.
+_NO_ONNX = onnx_rules.unsupported(
+    "random bits have no ONNX lowering (ONNX Runtime has no wrapping uint32 "
+    "arithmetic for Threefry); draw the random values outside the exported function "
+    "and pass them in as an input")
 
 UINT32 = np.dtype(np.uint32)
 UINTS = {8: np.dtype(np.uint8), 16: np.dtype(np.uint16), 32: UINT32, 64: np.dtype(np.uint64)}
@@ -63,7 +71,7 @@ def _threefry_impl(k0, k1, x0, x1):
 threefry2x32_p = elementwise_primitive(
     "threefry2x32", abstract_eval=_threefry_shape, impl=_threefry_impl,
     jvp=lambda primals, tangents: _zero_jvp(threefry2x32_p, primals, {}), vjp=_no_vjp,
-    multiple_results=True)
+    multiple_results=True, onnx=_NO_ONNX)
 
 
 # --------------------------------------------------------------------------- draws
@@ -130,8 +138,10 @@ def _draw(name, **slots):
     return prim
 
 
-random_bits_p = _draw("random_bits", abstract_eval=_bits_shape, impl=_bits_impl)
-random_split_p = _draw("random_split", abstract_eval=_split_shape, impl=_split_impl)
+random_bits_p = _draw("random_bits", abstract_eval=_bits_shape, impl=_bits_impl,
+                      onnx=_NO_ONNX)
+random_split_p = _draw("random_split", abstract_eval=_split_shape, impl=_split_impl,
+                       onnx=_NO_ONNX)
 
 
 def _static_shape(name, shape):

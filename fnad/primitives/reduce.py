@@ -242,7 +242,7 @@ def _extremum_source(x, out, axis, reverse):
     return _as(source, x)
 
 
-def _cum_extremum(name, ufunc):
+def _cum_extremum(name, ufunc, onnx=None):
     def jvp(primals, tangents, axis, reverse):
         x, = primals
         out = prim.bind(x, axis=axis, reverse=reverse)
@@ -264,7 +264,7 @@ def _cum_extremum(name, ufunc):
         return _along(ufunc.accumulate)(x, axis, reverse)
 
     prim = _along_axis(name, reduces=False, abstract_eval=_cumulative_shape(name, "biuf"),
-                       impl=impl, jvp=jvp, vjp=vjp)
+                       impl=impl, jvp=jvp, vjp=vjp, onnx=onnx)
     return prim
 
 
@@ -277,9 +277,9 @@ cumsum_p = _along_axis(
     precision="float32")
 cumprod_p = _along_axis("cumprod", reduces=False, abstract_eval=_cumulative_shape("cumprod"),
                         impl=_along(np.cumprod), jvp=_cumprod_jvp, vjp=_cumprod_vjp,
-                        precision="float32")
-cummax_p = _cum_extremum("cummax", np.maximum)
-cummin_p = _cum_extremum("cummin", np.minimum)
+                        precision="float32", onnx=onnx.cumprod)
+cummax_p = _cum_extremum("cummax", np.maximum, onnx=onnx.cummax)
+cummin_p = _cum_extremum("cummin", np.minimum, onnx=onnx.cummin)
 
 
 def cumsum(x, axis, reverse=False):
