@@ -11,6 +11,7 @@ import numpy as np
 from ..core import Primitive
 from ..dtypes import bfloat16
 from ..abstract import ShapedArray, check_same_dtype
+from ..program import Equation
 from ..errors import ShapeError
 from . import shape as S
 from ._rules import add_tangents, batched_axes
@@ -40,8 +41,15 @@ def _shape_rule(lhs, rhs, dimension_numbers):
     return ShapedArray(shape, dtype)
 
 
+_NARROW = (np.dtype(np.float16), np.dtype(bfloat16))
+
+
 def _impl(lhs, rhs, dimension_numbers):
     (lc, rc), (lb, rb) = dimension_numbers
+    if lhs.dtype in _NARROW:
+        # 16-bit floats through float32 BLAS (accumulating there), rounded once
+        return _impl(lhs.astype(np.float32), rhs.astype(np.float32),
+                     dimension_numbers).astype(lhs.dtype)
     if not lb and lhs.ndim <= 2 and rhs.ndim <= 2 and len(lc) == 1:
         # Matrix and vector products: np.dot on (transposed) views, straight to BLAS.
         a = lhs if lc[0] == lhs.ndim - 1 else lhs.T
@@ -153,9 +161,35 @@ def _numba_source(args, in_avals, out, dimension_numbers):
     return f"loop_linalg.{product}({lhs}, {rhs})"
 
 
+def _fold_transposes(e, producer_of):
+    """dot_general of a transposed operand -> dot_general of the operand itself, with
+    the dimension numbers mapped through the permutation, when the operand's free axes
+    keep their order (the result's axis order is unchanged). The kernel reads any
+    strided layout, so the transpose need never exist."""
+    (lc, rc), (lb, rb) = e.params["dimension_numbers"]
+    inputs, dims, changed = list(e.inputs), [[lc, lb], [rc, rb]], False
+    for k in (0, 1):
+        p = producer_of(inputs[k])
+        if p is None or p.prim is not S.transpose_p:
+            continue
+        perm = p.params["permutation"]
+        contract, batch = dims[k]
+        free = [perm[d] for d in _free(len(perm), contract, batch)]
+        if free != sorted(free):
+            continue
+        inputs[k] = p.inputs[0]
+        dims[k] = [tuple(perm[d] for d in contract), tuple(perm[d] for d in batch)]
+        changed = True
+    if not changed:
+        return None
+    (lc, lb), (rc, rb) = dims
+    return Equation(e.prim, inputs, e.outputs, {**e.params,
+                                                "dimension_numbers": ((lc, rc), (lb, rb))})
+
+
 dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, jvp=_jvp,
                           vjp=_vjp, batch=_batch, numba_source=_numba_source,
-                          selective_vjp=True, onnx=onnx.dot_general,
+                          selective_vjp=True, simplify=_fold_transposes, onnx=onnx.dot_general,
                           # autocast runs matrix products in its low-precision dtype
                           precision="low")
 

@@ -6,8 +6,11 @@ Each pass maps a ClosedProgram to an equivalent one; `optimize` runs them in ord
 import numpy as np
 
 from ..array import Array
-from ..abstract import broadcast_shapes
+from ..abstract import ShapedArray, broadcast_shapes
 from ..program import ClosedProgram, Program, Literal, Var, Equation
+from ..primitives.elementwise import add_p
+from ..primitives.shape import concatenate_p, pad_p
+from ..primitives.structural import broadcast_in_dim_p
 
 # Constants folded into the program as new inputs when the result is this small or
 # smaller (elements); bigger results stay as computations.
@@ -19,6 +22,8 @@ def optimize(closed):
     closed = inline_scalar_broadcasts(closed)
     closed = simplify(closed)
     closed = eliminate_common_subexpressions(closed)
+    closed = eliminate_dead_code(closed)
+    closed = sums_of_pads_as_concatenations(closed)
     return eliminate_dead_code(closed)
 
 
@@ -152,6 +157,110 @@ def simplify(closed):
             producer[o] = e
         eqns.append(e)
     return _substitute(closed, eqns, replace) if replace or eqns != program.eqns else closed
+
+
+# --------------------------------------------------------------------------- pad sums
+
+def sums_of_pads_as_concatenations(closed):
+    """add(pad(x), pad(y)), both padded with zeros along one axis into disjoint
+    windows, becomes one concatenate of x and y (zeros in any gap, padded once at the
+    ends if they leave some uncovered). Reverse mode writes exactly this for the
+    cotangent of an array cut into slices (q, k, v from one projection): each slice's
+    cotangent padded to full size, then summed. Chains of adds collapse into one
+    concatenate, pieces taken from the concatenate made for the inner add.
+
+    The numbers stay those of the sum: each float piece is written as piece + 0.0
+    (what the sum computed there: the other pads' zeros, turning -0.0 into +0.0),
+    and the gaps and ends are +0.0 + +0.0."""
+    program = closed.program
+    uses = {}
+    for e in program.eqns:
+        for a in e.inputs:
+            if not isinstance(a, Literal):
+                uses[a] = uses.get(a, 0) + 1
+    for a in program.outputs:
+        if not isinstance(a, Literal):
+            uses[a] = uses.get(a, 0) + 1
+    producer, canonical, eqns, changed = {}, set(), [], False
+    for e in program.eqns:
+        new = _pad_sum(e, producer, uses, canonical) if e.prim is add_p else None
+        if new is not None:
+            changed = True
+        for n in new or [e]:
+            for o in n.outputs:
+                producer[o] = n
+            eqns.append(n)
+    if not changed:
+        return closed
+    return ClosedProgram(Program(program.invars, eqns, program.outputs), closed.consts)
+
+
+def _zero_pad_window(a, producer, uses):
+    """(input, axis, start, stop) when `a` is used once and is a zero-valued pad along a
+    single axis without interior padding, else None."""
+    p = producer.get(a)
+    if p is None or p.prim is not pad_p or uses.get(a, 0) != 1:
+        return None
+    value = p.inputs[1]
+    if not isinstance(value, Literal) or value.value != 0 or np.signbit(value.value):
+        return None
+    padded = [d for d, (lo, hi, interior) in enumerate(p.params["padding_config"])
+              if (lo, hi, interior) != (0, 0, 0)]
+    if len(padded) != 1:
+        return None
+    d = padded[0]
+    lo, hi, interior = p.params["padding_config"][d]
+    if interior or lo < 0 or hi < 0:
+        return None
+    return p.inputs[0], d, lo, lo + p.inputs[0].aval.shape[d]
+
+
+def _pad_sum(e, producer, uses, canonical):
+    """The equations replacing add e by a concatenate (see above), or None."""
+    out = e.outputs[0]
+    if any(isinstance(a, Literal) or a.aval.shape != out.aval.shape for a in e.inputs):
+        return None
+    windows = [_zero_pad_window(a, producer, uses) for a in e.inputs]
+    if None in windows or windows[0][1] != windows[1][1]:
+        return None
+    windows.sort(key=lambda w: w[2])
+    (_, d, _, stop0), (_, _, start1, _) = windows
+    if stop0 > start1:          # overlapping windows really add
+        return None
+    new, pieces = [], []
+    float_kind = np.dtype(out.aval.dtype).kind in "fc"
+
+    def emit(prim, inputs, **params):
+        var = Var(prim.abstract_eval(*[a.aval for a in inputs], **params))
+        new.append(Equation(prim, list(inputs), [var], params))
+        return var
+
+    zero = Literal(np.zeros((), out.aval.dtype))
+    for k, (x, _, start, stop) in enumerate(windows):
+        if k and start > windows[k - 1][3]:         # zeros between the two windows
+            shape = list(out.aval.shape)
+            shape[d] = start - windows[k - 1][3]
+            pieces.append(emit(broadcast_in_dim_p, [zero], shape=tuple(shape),
+                               broadcast_dimensions=()))
+        inner = producer.get(x)
+        if inner is not None and inner.prim is concatenate_p and x in canonical \
+                and inner.params["dimension"] == d:
+            pieces.extend(inner.inputs)     # already written as piece + 0.0
+        else:
+            pieces.append(emit(add_p, [x, zero]) if float_kind else x)
+    start, stop = windows[0][2], windows[1][3]
+    n = out.aval.shape[d]
+    whole = (start, n - stop) == (0, 0)
+    joined = out if whole else Var(ShapedArray(
+        [stop - start if i == d else s for i, s in enumerate(out.aval.shape)], out.aval.dtype))
+    new.append(Equation(concatenate_p, pieces, [joined], {"dimension": d}))
+    canonical.add(joined)
+    if not whole:
+        config = tuple((start, n - stop, 0) if i == d else (0, 0, 0)
+                       for i in range(out.aval.ndim))
+        new.append(Equation(pad_p, [joined, zero], [out], {"padding_config": config}))
+        canonical.add(out)
+    return new
 
 
 # --------------------------------------------------------------------------- CSE, DCE

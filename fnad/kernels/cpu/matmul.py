@@ -32,10 +32,13 @@ def dot_general(lhs, rhs, lc, rc, lb, rb):
         return np.zeros(out_shape, np.result_type(lhs, rhs))
     a = _stacked_matrix(lhs, lb, lf, lc)
     b = _stacked_matrix(rhs, rb, rc, rf)
-    if a.shape[-1] == 1 and (lhs.dtype.kind in "fc"):
-        # outer products: one broadcast multiply writes each entry as the single
-        # rounded product (a GEMM may add it to a +0.0 accumulator: -0.0 would be lost)
+    if a.shape[-1] == 1:
+        # Outer products: a broadcast multiply beats a GEMM with K = 1. A GEMM sums
+        # from a +0.0 accumulator, so numpy's matmul gives +0.0 for a -0.0 product:
+        # adding 0.0 does the same here.
         out = a * b
+        if out.dtype.kind in "fc":
+            out += 0
     elif a.ndim == 2:
         out = np.dot(a, b)
     else:
