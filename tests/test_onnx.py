@@ -3,6 +3,8 @@ with a dynamic batch axis at two sizes; load(export(f)) against f (values and
 gradients); a torch.onnx.export model against torch (values and autograd); and the
 errors: a primitive with no lowering, an axis pinned by a size, unknown operators."""
 import io
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -57,6 +59,14 @@ def init_params(model, shape):
     init, apply = MODELS[model]()
     _, params = init(random.PRNGKey(0), shape)
     return apply, params
+
+
+def test_import_fnad_does_not_import_onnx():
+    code = ("import sys, fnad, fnad.onnx; "
+            "print(any(m.split('.')[0] in ('onnx', 'onnxruntime') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
 
 
 # --------------------------------------------------------------------------- export
