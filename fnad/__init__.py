@@ -51,3 +51,9 @@ from . import distributed  # noqa: E402,F401
 from .debug import pure_callback  # noqa: E402,F401
 from . import hooks, profiler  # noqa: E402,F401
 from .drawing import draw  # noqa: E402,F401
+from .tracebacks import api_boundary as _api_boundary  # noqa: E402
+# Errors raised in the functions these return (shape errors in a function being
+# differentiated or batched) show the user's frames, not fnad's: fnad.tracebacks.
+grad, value_and_grad, vmap, jacfwd, jacrev, hessian = (
+    _api_boundary(_t) for _t in (grad, value_and_grad, vmap, jacfwd, jacrev, hessian))
+jacobian = jacrev

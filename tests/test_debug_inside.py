@@ -196,6 +196,18 @@ def test_traceback_of_a_shape_error_ends_at_the_user_line():
     assert "traceback_filtering" in "".join(info.value.__notes__)
 
 
+@pytest.mark.parametrize("transform", ["grad", "vmap"])
+def test_traceback_under_grad_and_vmap_ends_at_the_user_line(transform):
+    def f(x):
+        return fnp.sum(x + fnp.ones(4))
+    with pytest.raises(ShapeError) as info:
+        getattr(fnad, transform)(f)(fnp.ones(3) if transform == "grad" else fnp.ones((2, 3)))
+    frames = _frames(info.value)
+    assert frames[-1].name == "f" and frames[-1].line == "return fnp.sum(x + fnp.ones(4))"
+    assert sum("/fnad/" in fr.filename for fr in frames) == 1
+    assert info.value.__suppress_context__      # (the kernel's numpy error: fnad's own)
+
+
 def test_traceback_filtering_opt_out(monkeypatch):
     monkeypatch.setattr(config, "traceback_filtering", "off")
     with pytest.raises(ShapeError) as info:
