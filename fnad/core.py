@@ -152,16 +152,6 @@ class Primitive:
         result._value = out if type(out) is np.ndarray else np.asarray(out)
         return result
 
-    def run(self, values, args, params):
-        """The cpu kernel on host values (those of `args`), with the shape rule's
-        error when it fails: what `eval` does inline, for other interpreters' fast
-        paths (VJPTrace.process_concrete)."""
-        try:
-            return self.impl(*values, **params)
-        except (ValueError, TypeError, IndexError) as err:
-            self.explain_failure(args, params)
-            raise err
-
     def eval_elsewhere(self, args, params):
         """eval for operands that are not all host values: a tracer here has escaped
         its transform; arrays of another backend go to that backend."""
@@ -175,7 +165,8 @@ class Primitive:
         return backend.evaluate(self, args, params)
 
     def explain_failure(self, args, params):
-        """A kernel raised: re-check with the shape rule, whose error names the operands."""
+        """A kernel raised: re-check with the shape rule, whose error names the operands
+        (eval, and interpreters that run kernels themselves: VJPTrace.process_concrete)."""
         avals = [get_aval(a) for a in args]
         self.abstract_eval(*avals, **params)
 

@@ -165,7 +165,11 @@ class VJPTrace(Trace):
             if any(v is None for v in values):
                 return VJPTrace.process(self, prim, args, params)
             parents = tuple(a if own else None for a, own in zip(args, needed))
-        out = prim.run(values, args, params)
+        try:    # the kernel, called here rather than through one more frame
+            out = prim.impl(*values, **params)
+        except (ValueError, TypeError, IndexError):
+            prim.explain_failure(args, params)
+            raise
         if prim.multiple_results:
             out = [o if type(o) is np.ndarray else np.asarray(o) for o in out]
             return self.record(prim.vjp, params, values, out, parents, True,
@@ -173,7 +177,9 @@ class VJPTrace(Trace):
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         dtype = out.dtype
-        if dtype_kind(dtype) not in "fc" or prim.vjp is no_derivative:
+        # dtype.kind first: kind_of (bfloat16's "V" is a float) costs a call per op
+        if (dtype.kind not in "fc" and dtype_kind(dtype) not in "fc") \
+                or prim.vjp is no_derivative:
             return wrap(out)
         # _tracer(), inlined
         t = _new(VJPTracer)
@@ -279,7 +285,7 @@ def _trace_forward(fun, primals, has_aux, transform):
     """Run fun under a new tape. Returns what the pullback needs and the outputs."""
     flat_in, tree_in = _flatten_args(primals)
     trace = VJPTrace(current_trace())
-    flat_in = [x if type(x) is Array and dtype_kind(x._value.dtype) in "fc"
+    flat_in = [x if type(x) is Array and x._value.dtype.kind in "fc"
                else check_float_input(x, transform, f"input {i}") for i, x in enumerate(flat_in)]
     inputs = [trace.new_input(x) for x in flat_in]
     try:
