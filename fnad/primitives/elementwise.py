@@ -71,27 +71,36 @@ def unary(name, impl, deriv, scalar, *, kinds=FLOAT, onnx=None, precision=None):
 neg_p = unary("neg", np.negative, lambda x, y: -1, "(-{0})", kinds=NUMERIC, onnx=onnx.node("Neg"))
 exp_p = unary("exp", np.exp, lambda x, y: y, "np.exp({0})", kinds=INEXACT, onnx=onnx.node("Exp"),
                 precision="float32")
-log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})", kinds=INEXACT, onnx=onnx.node("Log"),
+log_p = unary("log", np.log, lambda x, y: 1 / x, "np.log({0})", kinds=INEXACT,
+              onnx=onnx.node("Log"),
                 precision="float32")
 log1p_p = unary("log1p", np.log1p, lambda x, y: 1 / (1 + x), "np.log1p({0})",
                  kinds=INEXACT, onnx=onnx.log1p, precision="float32")
-expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})", kinds=INEXACT, onnx=onnx.expm1,
+expm1_p = unary("expm1", np.expm1, lambda x, y: y + 1, "np.expm1({0})", kinds=INEXACT,
+                onnx=onnx.expm1,
                 precision="float32")
-sqrt_p = unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, "np.sqrt({0})", kinds=INEXACT, onnx=onnx.node("Sqrt"))
+sqrt_p = unary("sqrt", np.sqrt, lambda x, y: 0.5 / y, "np.sqrt({0})", kinds=INEXACT,
+               onnx=onnx.node("Sqrt"))
 rsqrt_p = unary("rsqrt", lambda x: 1 / np.sqrt(x), lambda x, y: -0.5 * y / x,
                 "(1 / np.sqrt({0}))", kinds=INEXACT, onnx=onnx.rsqrt, precision="float32")
-sin_p = unary("sin", np.sin, lambda x, y: cos_p.bind(x), "np.sin({0})", kinds=INEXACT, onnx=onnx.node("Sin"))
-cos_p = unary("cos", np.cos, lambda x, y: -sin_p.bind(x), "np.cos({0})", kinds=INEXACT, onnx=onnx.node("Cos"))
-tan_p = unary("tan", np.tan, lambda x, y: 1 + y * y, "np.tan({0})", kinds=INEXACT, onnx=onnx.node("Tan"))
-tanh_p = unary("tanh", np.tanh, lambda x, y: 1 - y * y, "np.tanh({0})", kinds=INEXACT, onnx=onnx.node("Tanh"))
+sin_p = unary("sin", np.sin, lambda x, y: cos_p.bind(x), "np.sin({0})", kinds=INEXACT,
+              onnx=onnx.node("Sin"))
+cos_p = unary("cos", np.cos, lambda x, y: -sin_p.bind(x), "np.cos({0})", kinds=INEXACT,
+              onnx=onnx.node("Cos"))
+tan_p = unary("tan", np.tan, lambda x, y: 1 + y * y, "np.tan({0})", kinds=INEXACT,
+              onnx=onnx.node("Tan"))
+tanh_p = unary("tanh", np.tanh, lambda x, y: 1 - y * y, "np.tanh({0})", kinds=INEXACT,
+               onnx=onnx.node("Tanh"))
 arcsin_p = unary("arcsin", np.arcsin, lambda x, y: rsqrt_p.bind(1 - x * x),
                  "np.arcsin({0})", kinds=INEXACT, onnx=onnx.node("Asin"))
 arccos_p = unary("arccos", np.arccos, lambda x, y: -rsqrt_p.bind(1 - x * x),
                  "np.arccos({0})", kinds=INEXACT, onnx=onnx.node("Acos"))
 arctan_p = unary("arctan", np.arctan, lambda x, y: 1 / (1 + x * x), "np.arctan({0})",
                  kinds=INEXACT, onnx=onnx.node("Atan"))
-sinh_p = unary("sinh", np.sinh, lambda x, y: cosh_p.bind(x), "np.sinh({0})", kinds=INEXACT, onnx=onnx.node("Sinh"))
-cosh_p = unary("cosh", np.cosh, lambda x, y: sinh_p.bind(x), "np.cosh({0})", kinds=INEXACT, onnx=onnx.node("Cosh"))
+sinh_p = unary("sinh", np.sinh, lambda x, y: cosh_p.bind(x), "np.sinh({0})", kinds=INEXACT,
+               onnx=onnx.node("Sinh"))
+cosh_p = unary("cosh", np.cosh, lambda x, y: sinh_p.bind(x), "np.cosh({0})", kinds=INEXACT,
+               onnx=onnx.node("Cosh"))
 arcsinh_p = unary("arcsinh", np.arcsinh, lambda x, y: rsqrt_p.bind(x * x + 1),
                   "np.arcsinh({0})", kinds=INEXACT, onnx=onnx.node("Asinh"))
 arctanh_p = unary("arctanh", np.arctanh, lambda x, y: 1 / (1 - x * x), "np.arctanh({0})",
@@ -111,7 +120,8 @@ floor_p = unary("floor", np.floor, None, "np.floor({0})", onnx=onnx.node("Floor"
 ceil_p = unary("ceil", np.ceil, None, "np.ceil({0})", onnx=onnx.node("Ceil"))
 # cbrt'(x) = 1 / (3 cbrt(x)^2). Numba's np.cbrt is a power of 1/3 (several ulps off near
 # the largest floats, and cbrt(-0.0) = 0.0): the helper is numpy's to half an ulp.
-cbrt_p = unary("cbrt", kernels.cbrt, lambda x, y: 1 / (3 * y * y), "kernels.cbrt_scalar({0})", onnx=onnx.cbrt)
+cbrt_p = unary("cbrt", kernels.cbrt, lambda x, y: 1 / (3 * y * y), "kernels.cbrt_scalar({0})",
+               onnx=onnx.cbrt)
 
 
 # lax.round's rounding_method: JAX's lax.RoundingMethod values.
@@ -237,7 +247,8 @@ sub_p = _linear_binary("sub", np.subtract, -1, "({0} - {1})",
 mul_p = binary("mul", np.multiply, lambda x, y, o: y, lambda x, y, o: x, "({0} * {1})",
                simplify=drop_identity_operand(1, (0, 1)), onnx=onnx.node("Mul"))
 div_p = binary("div", np.divide, lambda x, y, o: 1 / y, lambda x, y, o: -o / y,
-               "({0} / {1})", kinds=INEXACT, simplify=drop_identity_operand(1, (1,)), onnx=onnx.node("Div"))
+               "({0} / {1})", kinds=INEXACT, simplify=drop_identity_operand(1, (1,)),
+               onnx=onnx.node("Div"))
 # d/dy x^y = log(x) x^y, taken as 0 where x = 0 (the limit along y > 0).
 pow_p = binary("pow", np.power,
                lambda x, y, o: y * pow_p.bind(x, y - 1),
@@ -250,9 +261,11 @@ pow_p = binary("pow", np.power,
 # does fnad.numpy.power for a concrete one; this is what JAX gives under jit).
 # integer_div is lax.div: C's division, toward zero, x / 0 all bits set, as XLA.
 integer_power_p = binary("integer_power", kernels.integer_power, None, None,
-                         "kernels.integer_power_scalar({0}, {1})", kinds="iu", onnx=onnx.node("Pow"))
+                         "kernels.integer_power_scalar({0}, {1})", kinds="iu",
+                         onnx=onnx.node("Pow"))
 integer_div_p = binary("integer_div", kernels.truncate_divide, None, None,
-                       "kernels.truncate_divide_scalar({0}, {1})", kinds="iu", onnx=onnx.node("Div"))
+                       "kernels.truncate_divide_scalar({0}, {1})", kinds="iu",
+                       onnx=onnx.node("Div"))
 # hypot'(x, y) = (x, y) / hypot: the library's hypot never overflows in x*x + y*y, and
 # hypot(inf, nan) is inf, as numpy's.
 hypot_p = binary("hypot", np.hypot, lambda x, y, o: x / o, lambda x, y, o: y / o,
@@ -297,9 +310,11 @@ rem_p = binary("rem", np.fmod, lambda x, y, o: 1 + 0 * o, lambda x, y, o: -_trun
 # Numba's % (cpu and cuda) already is numpy's remainder, zero divisors included; its //
 # is too but for iinfo(int64).min // -1, which the helper handles.
 floor_divide_p = binary("floor_divide", np.floor_divide, None, None,
-                        "kernels.floor_divide_scalar({0}, {1})", kinds="iuf", onnx=onnx.floor_divide)
+                        "kernels.floor_divide_scalar({0}, {1})", kinds="iuf",
+                        onnx=onnx.floor_divide)
 remainder_p = binary("remainder", np.remainder, lambda x, y, o: 1 + 0 * o,
-                     lambda x, y, o: -floor_divide_p.bind(x, y), "({0} % {1})", kinds="iuf", onnx=onnx.remainder)
+                     lambda x, y, o: -floor_divide_p.bind(x, y), "({0} % {1})", kinds="iuf",
+                     onnx=onnx.remainder)
 
 
 def _trunc(x):
@@ -350,7 +365,8 @@ def _select_vjp(g, out, pred, a, b, needed=(False, True, True)):
 
 select_p = elementwise_primitive("select", abstract_eval=_select_shape, impl=np.where,
                                  jvp=_select_jvp, vjp=_select_vjp,
-                                 scalar="({1} if {0} else {2})", selective_vjp=True, onnx=onnx.select)
+                                 scalar="({1} if {0} else {2})", selective_vjp=True,
+                                 onnx=onnx.select)
 
 
 def _clamp_masks(lo, x, hi):
@@ -384,7 +400,8 @@ clamp_p = elementwise_primitive(
 
 
 # The identity with no derivative: differentiation treats the value as a constant.
-stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds=NUMERIC, onnx=onnx.node("Identity"))
+stop_gradient_p = unary("stop_gradient", lambda x: x, None, "{0}", kinds=NUMERIC,
+                        onnx=onnx.node("Identity"))
 
 
 # --------------------------------------------------------------------------- complex numbers

@@ -120,7 +120,8 @@ reduce_prod_p = axes_reduction(
     jvp=lambda primals, tangents, axes: (
         reduce_prod(primals[0], axes),
         reduce_sum(tangents[0] * _product_of_others(primals[0], axes), axes)),
-    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes) * _product_of_others(x, axes),), onnx=onnx.reduction("ReduceProd"),
+    vjp=lambda g, out, x, axes: (expand_to(g, x.shape, axes) * _product_of_others(x, axes),),
+    onnx=onnx.reduction("ReduceProd"),
     precision="float32")
 
 

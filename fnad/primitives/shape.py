@@ -285,7 +285,8 @@ concatenate_p = Primitive("concatenate", abstract_eval=_concatenate_shape,
                           impl=lambda *xs, dimension: np.concatenate(xs, dimension),
                           jvp=_concatenate_jvp, vjp=_concatenate_vjp, batch=_concatenate_batch,
                           numba_source=lambda args, in_avals, out, dimension: (
-                              f"np.concatenate(({', '.join(args)},), axis={dimension})"), onnx=onnx.concatenate)
+                              f"np.concatenate(({', '.join(args)},), axis={dimension})"),
+                              onnx=onnx.concatenate)
 
 
 def concatenate(xs, dimension):
@@ -307,7 +308,8 @@ iota_p = Primitive("iota",
                    jvp=lambda primals, tangents, **params: (iota_p.bind(**params), None),
                    vjp=lambda g, out, **params: (),
                    # No operands, so never batched: vmap only reaches it unbatched.
-                   batch=lambda args, batch_dims, **params: (iota_p.bind(**params), None), onnx=onnx.iota)
+                   batch=lambda args, batch_dims, **params: (iota_p.bind(**params), None),
+                   onnx=onnx.iota)
 
 
 def iota(dtype, shape, dimension=0):

@@ -84,7 +84,8 @@ def _sort_batch(args, batch_dims, dimension, num_keys):
 
 
 sort_p = Primitive("sort", abstract_eval=_sort_shape, impl=_sort_impl,
-                   jvp=_sort_jvp, vjp=_sort_vjp, batch=_sort_batch, multiple_results=True, onnx=onnx.sort)
+                   jvp=_sort_jvp, vjp=_sort_vjp, batch=_sort_batch, multiple_results=True,
+                   onnx=onnx.sort)
 
 
 def _dimension(dimension, ndim):

@@ -174,7 +174,8 @@ broadcast_in_dim_p = linear(
     simplify=compose_with_producer(lambda inner, outer: {
         "shape": outer["shape"],
         "broadcast_dimensions": tuple(outer["broadcast_dimensions"][d]
-                                      for d in inner["broadcast_dimensions"])}), onnx=onnx.broadcast_in_dim)
+                                      for d in inner["broadcast_dimensions"])}),
+                                      onnx=onnx.broadcast_in_dim)
 
 
 def broadcast_in_dim(x, shape, broadcast_dimensions):
@@ -249,7 +250,8 @@ transpose_p = linear(
                                                    for i in outer["permutation"])},
         is_identity=_identity_permutation),
     numba_source=lambda args, in_avals, out, permutation: (
-        f"np.ascontiguousarray(np.transpose({args[0]}, {tuple(permutation)!r}))"), onnx=onnx.transpose)
+        f"np.ascontiguousarray(np.transpose({args[0]}, {tuple(permutation)!r}))"),
+        onnx=onnx.transpose)
 
 
 def transpose(x, permutation):
