@@ -48,8 +48,8 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
     args = ((params,) if params is not None else ()) + tuple(example_args)
     pairs, in_tree = tree_flatten_with_path(args)
     leaves = [fnp.asarray(x) for _, x in pairs]
-    names = _input_names(fun, pairs, params is not None)
     n_params = len(tree_flatten(params)[0]) if params is not None else 0
+    names = _input_names(fun, pairs, params is not None)
     if input_names is not None:
         if len(input_names) != len(names) - n_params:
             raise ValueError(f"fnad.onnx.export: input_names has {len(input_names)} names "
@@ -58,17 +58,47 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
         names[n_params:] = list(input_names)
     symbols = _symbols(dynamic_axes or {}, names, leaves, n_params)
 
-    out_info = {}
+    base, out_paths, dims, varying, fills = _stage_at_sizes(fun, in_tree, leaves, symbols)
+    b = Builder(opset, dims, varying, {}, locate=lambda eqn: _locate(fun, args, eqn.prim))
+    for s, (occurrences, _) in symbols.items():
+        i, axis = occurrences[0]
+        b.symbols[s] = b.op("Shape", names[i], start=axis, end=axis + 1)
+    initializers, graph_inputs, env = _write_inputs(b, base, fills, names, leaves, n_params)
+    try:
+        outs = b.lower(base.program, env)
+    except PinnedParams as err:
+        raise DynamicAxisError(_pinned_message(err, symbols, fun, args)) from None
+
+    out_names = _output_names(out_paths, output_names)
+    unknown = [k for k in (dynamic_axes or {}) if k not in names and k not in out_names]
+    if unknown:
+        raise DynamicAxisError(f"fnad.onnx.export: dynamic_axes names {unknown}, which are "
+                               f"neither inputs {names[n_params:]} nor outputs {out_names}")
+    graph_outputs = _write_outputs(b, base.program, outs, out_names, dynamic_axes or {})
+    graph = helper.make_graph(b.nodes, getattr(fun, "__name__", "fnad_function"),
+                              graph_inputs, graph_outputs, initializer=initializers)
+    model = helper.make_model(graph, producer_name="fnad", doc_string=doc_string,
+                              opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = min(model.ir_version, 10)    # what ONNX Runtime 1.2x reads
+    if path is not None:
+        onnx.save(model, os.fspath(path))
+    return model
+
+
+def _stage_at_sizes(fun, in_tree, leaves, symbols):
+    """Stage at the example's sizes and at size + 1 and + 2 of each symbolic axis;
+    align the stagings: (base ClosedProgram, output tree paths, dims of every var,
+    params that move per equation, captured constants that are moving fills)."""
+    out_paths = []
 
     def flat_fun(*xs):
-        out = fun(*tree_unflatten(in_tree, list(xs)))
-        out_pairs, out_info["tree"] = tree_flatten_with_path(out)
-        out_info["paths"] = [p for p, _ in out_pairs]
+        out_pairs, _ = tree_flatten_with_path(fun(*tree_unflatten(in_tree, list(xs))))
+        out_paths[:] = [p for p, _ in out_pairs]
         return [o for _, o in out_pairs]
 
     base_avals = [ShapedArray(x.shape, x.dtype) for x in leaves]
     base = stage(flat_fun, base_avals)
-    out_paths = out_info["paths"]
+    paths = list(out_paths)
     variants = []
     for s, (occurrences, size) in symbols.items():
         for step in (1, 2):
@@ -79,18 +109,17 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
                 avals[i] = ShapedArray(tuple(shape), avals[i].dtype)
             variants.append((s, step, stage(flat_fun, avals)))
     dims, varying = {}, {}
-    sizes = {s: size for s, (_, size) in symbols.items()}
     fills = _check_consts(base, variants)
-    _align(base.program, [(s, st, v.program) for s, st, v in variants], sizes, dims, varying)
+    _align(base.program, [(s, st, v.program) for s, st, v in variants],
+           {s: size for s, (_, size) in symbols.items()}, dims, varying)
+    return base, paths, dims, varying, fills
 
-    b = Builder(opset, dims, varying, {},
-                locate=lambda eqn: _locate(fun, args, eqn.prim))
+
+def _write_inputs(b, base, fills, names, leaves, n_params):
+    """Initializers (captured constants, then params), graph inputs, and the ONNX name
+    of every program input in order."""
     program = base.program
-    n_consts = len(base.consts)
-    initializers, graph_inputs, env_inputs = [], [], []
-    for s, (occurrences, _) in symbols.items():
-        i, axis = occurrences[0]
-        b.symbols[s] = b.op("Shape", names[i], start=axis, end=axis + 1)
+    initializers, graph_inputs, env = [], [], []
     used = {a for e in program.eqns for a in e.inputs} | set(program.outputs)
     for i, c in enumerate(base.consts):
         name = f"const/{i}"
@@ -98,49 +127,37 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
         if program.invars[i] not in used:
             pass                # kept by the program, read by nothing
         elif i in fills:
-            name = b.op("Expand", b.const(c.flat[0]), b.shape_tensor(dims[program.invars[i]]))
+            name = b.op("Expand", b.const(c.flat[0]), b.shape_tensor(b.dims[program.invars[i]]))
         else:
             initializers.append(numpy_helper.from_array(c, name))
-        env_inputs.append(name)
-    for k, (name, v) in enumerate(zip(names, program.invars[n_consts:])):
+        env.append(name)
+    for k, (name, v) in enumerate(zip(names, program.invars[len(base.consts):])):
         if k < n_params:
             initializers.append(numpy_helper.from_array(np.asarray(leaves[k]), name))
         else:
-            graph_inputs.append(value_info(name, v.aval.dtype, dims.get(v, v.aval.shape)))
-        env_inputs.append(name)
-    try:
-        outs = b.lower(program, env_inputs)
-    except PinnedParams as err:
-        raise DynamicAxisError(_pinned_message(err, symbols, fun, args)) from None
+            graph_inputs.append(value_info(name, v.aval.dtype, b.dims.get(v, v.aval.shape)))
+        env.append(name)
+    return initializers, graph_inputs, env
 
-    out_names = _output_names(out_paths, output_names)
-    unknown = [k for k in (dynamic_axes or {}) if k not in names and k not in out_names]
-    if unknown:
-        raise DynamicAxisError(f"fnad.onnx.export: dynamic_axes names {unknown}, which are "
-                               f"neither inputs {names[n_params:]} nor outputs {out_names}")
-    out_dyn = {k: v for k, v in (dynamic_axes or {}).items() if k in out_names}
+
+def _write_outputs(b, program, outs, out_names, dynamic_axes):
+    """Identity nodes naming the outputs, and their value infos (symbolic dims named
+    by their symbol, or by the label dynamic_axes gives the output's axis)."""
     graph_outputs = []
-    for name, atom in zip(out_names, outs):
-        b.nodes.append(helper.make_node("Identity", [atom], [name], name=b.fresh("n_out")))
-    for name, atom in zip(out_names, program.outputs):
+    for name, value, atom in zip(out_names, outs, program.outputs):
+        b.nodes.append(helper.make_node("Identity", [value], [name], name=b.fresh("n_out")))
         odims = list(atom.aval.shape if isinstance(atom, Literal)
-                     else dims.get(atom, atom.aval.shape))
-        for axis, label in _axes(out_dyn.get(name, {}), name).items():
+                     else b.dims.get(atom, atom.aval.shape))
+        for axis, label in _axes(dynamic_axes.get(name, {}), name).items():
             if not isinstance(odims[axis], Dim):
                 raise DynamicAxisError(
                     f"fnad.onnx.export: dynamic_axes names axis {axis} of output {name!r}, "
                     f"but that axis has a fixed size {odims[axis]}: it depends on no "
                     f"dynamic input axis")
-            odims[axis] = Dim(0, {label: 1}) if odims[axis].symbol is None else odims[axis]
+            if odims[axis].symbol is None:
+                odims[axis] = Dim(0, {label: 1})
         graph_outputs.append(value_info(name, atom.aval.dtype, odims))
-    graph = helper.make_graph(b.nodes, getattr(fun, "__name__", "fnad_function"),
-                              graph_inputs, graph_outputs, initializer=initializers)
-    model = helper.make_model(graph, producer_name="fnad", doc_string=doc_string,
-                              opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = min(model.ir_version, 10)
-    if path is not None:
-        onnx.save(model, os.fspath(path))
-    return model
+    return graph_outputs
 
 
 # --------------------------------------------------------------------------- names
