@@ -53,6 +53,31 @@ def _indent(line):
     return len(line) - len(line.lstrip())
 
 
+def _aligned_paragraphs(lines):
+    """Paragraphs laid out as aligned columns ("name:  text" with continuation lines
+    indented under the text) as literal blocks: reST reads the deeper lines as an
+    unexpected indentation."""
+    out, i = [], 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and lines[j].strip():
+            j += 1
+        block = lines[i:j]
+        first = block[0] if block else ""
+        head = first.strip()
+        if len(block) > 1 and not head.endswith(":") and \
+                not head.startswith(("- ", "* ", ":", ">>>", "..")) and \
+                any(_indent(b) > _indent(first) for b in block[1:]) and \
+                not any(b.strip().startswith(">>>") for b in block):
+            out += [" " * _indent(first) + "::", ""] + ["    " + b for b in block]
+        else:
+            out += block
+        if j < len(lines):
+            out.append(lines[j])
+        i = j + 1
+    return out
+
+
 def _plain_text_docstring(app, what, name, obj, options, lines):
     """Plain-text docstrings as reST: escape stray markup characters; an indented block
     after a line ending in ':' is a literal block; a list right after a paragraph
@@ -60,6 +85,7 @@ def _plain_text_docstring(app, what, name, obj, options, lines):
     out = []
     literal_indent = None
     in_doctest = False
+    lines[:] = _aligned_paragraphs(lines)
     for i, line in enumerate(lines):
         stripped = line.strip()
         following = lines[i + 1] if i + 1 < len(lines) else ""

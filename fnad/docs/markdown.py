@@ -9,31 +9,35 @@ _HEADING_CHARS = "=-~^\""
 
 
 def _inline(text):
-    # Code first, so that nothing inside backticks is rewritten.
+    # Code first, so that nothing inside backticks is rewritten. reST ends inline markup
+    # only next to a space or punctuation, so markup touching a letter ("``x``s") gets
+    # an escaped space ("\\ ") that renders as nothing.
     parts = re.split(r"(`[^`]+`)", text)
     out = []
-    for part in parts:
-        if part.startswith("`") and part.endswith("`") and len(part) > 1:
-            out.append("``" + part[1:-1] + "``")
+    for i, part in enumerate(parts):
+        if i % 2:
+            before = "\\ " if out and re.search(r"[A-Za-z0-9]$", out[-1]) else ""
+            after = "\\ " if i + 1 < len(parts) and re.match(r"[A-Za-z0-9]", parts[i + 1]) \
+                else ""
+            out.append(before + "``" + part[1:-1] + "``" + after)
             continue
         part = re.sub(r"!\[([^\]]*)\]\(([^)]+)\)", r"\1", part)
         links = []
         part = re.sub(r"\[([^\]]+)\]\(([^)]+)\)",
                       lambda m: links.append(_link(m)) or f"\0L{len(links) - 1}\0L", part)
         # what is not Markdown emphasis is a character: |z|, x * y, 2**31, word_
-        part = re.sub(r"(?<![\w*])\*\*([^*\s](?:[^*]*?[^*\s])?)\*\*(?![\w*])", "\0B\\1\0B",
+        part = re.sub(r"(?<![\w*])\*\*([^*\s](?:[^*]*?[^*\s])?)\*\*(?![\w*])", "\0B\\1\0b",
                       part)
-        part = re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", "\0I\\1\0I", part)
+        part = re.sub(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])", "\0I\\1\0i", part)
         part = part.replace("*", "\\*").replace("|", "\\|")
         part = re.sub(r"(?<=\w)_(?=[^\w]|$)", r"\\_", part)
-        part = part.replace("\0B", "**").replace("\0I", "*")
+        part = re.sub("(?<=[A-Za-z0-9])(\0[BI])", "\\\\ \\1", part)
+        part = re.sub("(\0[bi])(?=[A-Za-z0-9])", "\\1\\\\ ", part)
+        for mark, markup in (("\0B", "**"), ("\0b", "**"), ("\0I", "*"), ("\0i", "*")):
+            part = part.replace(mark, markup)
         part = re.sub("\0L(\\d+)\0L", lambda m: links[int(m.group(1))], part)
         out.append(part)
-    text = "".join(out)
-    # reST ends inline markup only before a space or punctuation: "``x``s" needs "\ ".
-    text = re.sub(r"(``[^`]+``|\*\*[^*]+\*\*)(?=[A-Za-z0-9])", r"\1\\ ", text)
-    text = re.sub(r"(?<=[A-Za-z0-9])(``[^`]+``|\*\*[^*]+\*\*)", r"\\ \1", text)
-    return text
+    return "".join(out)
 
 
 def _indent(line):
