@@ -51,6 +51,7 @@ from . import distributed  # noqa: E402,F401
 from .debug import pure_callback  # noqa: E402,F401
 from . import hooks, profiler  # noqa: E402,F401
 from .drawing import draw  # noqa: E402,F401
+from . import typing  # noqa: E402,F401
 from .tracebacks import api_boundary as _api_boundary  # noqa: E402
 # Errors raised in the functions these return (shape errors in a function being
 # differentiated or batched) show the user's frames, not fnad's: fnad.tracebacks.

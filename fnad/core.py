@@ -328,7 +328,7 @@ class Tracer:
     def __setitem__(self, idx, value):
         raise immutable_error()
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as numpy arrays
 
 
 # isinstance(tracer, Array) is True, as JAX's isinstance(tracer, jax.Array): user code
