@@ -7,6 +7,8 @@ rule. Rules are written in fnad operations and run in whatever interpreter is
 current when the backward pass runs, so an enclosing transform sees (and can
 differentiate, batch or stage) the backward pass itself.
 """
+from typing import Any, Callable, Sequence
+
 import numpy as np
 
 from ..dtypes import kind_of as dtype_kind
@@ -318,8 +320,19 @@ def _pullback(trace, flat_in, inputs, flat_out, flat_ct):
     return [_as_fnad(grads[id(x)]) if id(x) in grads else zeros_like(x) for x in inputs]
 
 
-def vjp(fun, *primals, has_aux=False):
-    """(fun(*primals), vjp_fn) where vjp_fn(cotangent) gives one cotangent per primal."""
+def vjp(fun: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
+    """(fun(*primals), vjp_fn) where vjp_fn(cotangent) gives one cotangent per primal.
+
+    Reverse mode: the forward pass records the primitives it applies on a tape, and
+    vjp_fn walks it backwards, so one call of vjp_fn costs about one evaluation of fun
+    whatever the number of inputs. The cotangent has the output's structure, shapes
+    and dtypes; vjp_fn returns a tuple with one entry per primal. With has_aux, fun
+    returns (output, aux) and vjp returns (output, vjp_fn, aux). As jax.vjp.
+
+    >>> y, vjp_fn = fnad.vjp(lambda x: x * fnp.asarray([1.0, 2.0]), 3.0)
+    >>> vjp_fn(fnp.ones(2))
+    (Array(3., dtype=float32),)
+    """
     trace, flat_in, tree_in, inputs, flat_out, tree_out, aux = _trace_forward(
         fun, primals, has_aux, "vjp")
 
@@ -365,11 +378,19 @@ def _primal(trace, x):
 _ONES = {}     # read-only unit cotangents, one per dtype
 
 
-def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
+                   has_aux: bool = False, holomorphic: bool = False) -> Callable[..., Any]:
     """fun's value and its gradient with respect to the arguments named by argnums.
     For complex inputs and a real output the gradient is the cotangent JAX gives,
     conj(df/dz) + ... (grad(abs(z)**2) is 2 conj(z)); holomorphic=True takes complex
-    inputs to a complex output and gives f'(z)."""
+    inputs to a complex output and gives f'(z).
+
+    Returns a function giving (value, gradient) — ((value, aux), gradient) with
+    has_aux — from one forward and one backward pass. As jax.value_and_grad.
+
+    >>> fnad.value_and_grad(lambda x: fnp.sum(x ** 2))(fnp.asarray([1.0, 2.0]))
+    (Array(5., dtype=float32), Array([2., 4.], dtype=float32))
+    """
     return _value_and_grad(fun, argnums, has_aux, "value_and_grad", holomorphic)
 
 
@@ -412,9 +433,35 @@ def _value_and_grad(fun, argnums, has_aux, name, holomorphic=False):
     return value_and_grad_fun
 
 
-def grad(fun, argnums=0, has_aux=False, holomorphic=False):
+def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False) -> Callable[..., Any]:
     """The gradient of scalar-valued fun with respect to the arguments named by argnums
-    (holomorphic: see value_and_grad)."""
+    (holomorphic: see value_and_grad).
+
+    Args:
+        fun: a function of arrays (pytrees of arrays) with a scalar, real output.
+        argnums: the position, or a tuple of positions, of the arguments to
+            differentiate (keyword arguments are never differentiated).
+        has_aux: fun returns (output, aux); the function then returns (gradient, aux).
+        holomorphic: fun is a complex-differentiable function of complex inputs.
+
+    Returns:
+        A function with fun's arguments returning the gradient: for one argnum, an
+        array or pytree shaped like that argument; for a tuple, a tuple of them. A
+        non-scalar output raises GradientError (use vjp or jacrev), as does an integer
+        input. As jax.grad: grad sees concrete values, so Python control flow on
+        them works (as in JAX outside jit).
+
+    >>> def loss(params, x):
+    ...     return fnp.sum((params["w"] * x + params["b"]) ** 2)
+    >>> params = {"w": fnp.asarray([1.0, 2.0]), "b": 0.5}
+    >>> fnad.grad(loss)(params, fnp.asarray([1.0, -1.0]))
+    {'b': Array(0., dtype=float32), 'w': Array([3., 3.], dtype=float32)}
+    >>> fnad.grad(lambda x, y: x * y, argnums=1)(2.0, 3.0)
+    Array(2., dtype=float32)
+    >>> fnad.grad(fnad.grad(lambda x: x ** 3))(2.0)
+    Array(12., dtype=float32)
+    """
     vg = _value_and_grad(fun, argnums, has_aux, "grad", holomorphic)
 
     def grad_fun(*args, **kwargs):
