@@ -164,9 +164,118 @@ def _conv_batch(args, batch_dims, **params):
     return S.reshape(out, (n, b, o) + tuple(out.shape[2:])), 1
 
 
+# ONNX lowerings (see fnad/primitives/onnx_rules.py for the builder convention)
+
+def _onnx_conv(b, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
+                         feature_group_count, **params):
+    if any(d != 1 for d in lhs_dilation):
+        b.fail("a convolution with lhs_dilation (a transposed convolution) has no lowering")
+    if any(lo < 0 or hi < 0 for lo, hi in padding):
+        b.fail(f"negative convolution padding {padding} has no ONNX Conv form")
+    return b.op("Conv", lhs, rhs, strides=list(window_strides),
+                pads=[lo for lo, _ in padding] + [hi for _, hi in padding],
+                dilations=list(rhs_dilation), group=int(feature_group_count))
+
+
+def _onnx_pool(b, x, window_dimensions, window_strides, padding, pool):
+    """Pool over the axes with a window: the others (window 1, stride 1, no padding)
+    become ONNX's N and C, moved in front by a transpose."""
+    n = len(window_dimensions)
+    plain = [k for k in range(n) if window_dimensions[k] == 1 and window_strides[k] == 1
+             and tuple(padding[k]) == (0, 0)]
+    spatial = [k for k in range(n) if k not in plain]
+    if not spatial:
+        return b.op("Identity", x)
+    if len(plain) > 2:
+        b.fail(f"a window over {n} axes with {len(plain)} unwindowed ones (ONNX pools "
+               f"take at most a batch and a channel axis)")
+    extra = 2 - len(plain)
+    perm = plain + spatial
+    y = b.op("Transpose", x, perm=perm) if perm != list(range(n)) else x
+    if extra:
+        y = b.op("Unsqueeze", y, b.ints(list(range(extra))))
+    y = pool(y, kernel_shape=[window_dimensions[k] for k in spatial],
+             strides=[window_strides[k] for k in spatial],
+             pads=[padding[k][0] for k in spatial] + [padding[k][1] for k in spatial])
+    if extra:
+        y = b.op("Squeeze", y, b.ints(list(range(extra))))
+    inverse = list(np.argsort(perm))
+    return b.op("Transpose", y, perm=inverse) if perm != list(range(n)) else y
+
+
+def _onnx_window_max(b, x, window_dimensions, window_strides, padding):
+    if not onnx.is_float(b, x):
+        b.fail("MaxPool takes floating-point values only")
+    return _onnx_pool(b, x, window_dimensions, window_strides, padding,
+                 lambda y, **a: b.op("MaxPool", y, **a))
+
+
+def _onnx_window_min(b, x, window_dimensions, window_strides, padding):
+    if not onnx.is_float(b, x):
+        b.fail("MaxPool takes floating-point values only")
+    return b.op("Neg", _onnx_pool(b, b.op("Neg", x), window_dimensions, window_strides, padding,
+                             lambda y, **a: b.op("MaxPool", y, **a)))
+
+
+def _onnx_window_sum(b, x, window_dimensions, window_strides, padding):
+    if not onnx.is_float(b, x):
+        b.fail("AveragePool takes floating-point values only")
+    size = int(np.prod([d for d in window_dimensions]))
+    avg = _onnx_pool(b, x, window_dimensions, window_strides, padding,
+                lambda y, **a: b.op("AveragePool", y, count_include_pad=1, **a))
+    return b.op("Mul", avg, b.scalar_like(size, x))
+
+
+
+
+def _onnx_select_and_scatter_add(b, source, x, window_dimensions, window_strides, padding,
+                           largest=True):
+    """The max pool's transpose: each window's value of `source` is added where the
+    window's extremum sits. MaxPool's second output gives those places as flat indices
+    into its (N, C, spatial) input, so ScatterElements adds `source` there."""
+    if not onnx.is_float(b, x):
+        b.fail("MaxPool takes floating-point values only")
+    spots = []
+    values = x if largest else b.op("Neg", x)
+
+    def pool_with_indices(y, **attrs):
+        out, where = b.op("MaxPool", y, outputs=2, **attrs)
+        spots.append((y, where))
+        return out
+
+    # Run the pool for its indices in the layout _pool chooses, then scatter there.
+    _onnx_pool(b, values, window_dimensions, window_strides, padding, pool_with_indices)
+    if not spots:
+        return b.op("Identity", source)
+    pooled_input, where = spots[0]
+    n = len(window_dimensions)
+    plain = [k for k in range(n) if window_dimensions[k] == 1 and window_strides[k] == 1
+             and tuple(padding[k]) == (0, 0)]
+    spatial = [k for k in range(n) if k not in plain]
+    perm = plain + spatial
+    g = b.op("Transpose", source, perm=perm) if perm != list(range(n)) else source
+    extra = 2 - len(plain)
+    if extra:
+        g = b.op("Unsqueeze", g, b.ints(list(range(extra))))
+    flat = b.ints([-1])
+    zeros = b.op("Reshape", b.op("ConstantOfShape", b.op("Shape", pooled_input),
+                                 value=b.tensor(np.zeros(1, b.dtype(x)))), flat)
+    summed = b.op("ScatterElements", zeros, b.op("Reshape", where, flat),
+                  b.op("Reshape", g, flat), axis=0, reduction="add")
+    y = b.op("Reshape", summed, b.op("Shape", pooled_input))
+    if extra:
+        y = b.op("Squeeze", y, b.ints(list(range(extra))))
+    return b.op("Transpose", y, perm=[int(i) for i in np.argsort(perm)]) \
+        if perm != list(range(n)) else y
+
+
+def _onnx_select_and_scatter_add_min(b, source, x, **params):
+    return _onnx_select_and_scatter_add(b, source, x, largest=False, **params)
+
+
 conv_general_dilated_p = Primitive(
     "conv_general_dilated", abstract_eval=_conv_shape, impl=K.conv, jvp=_conv_jvp,
-    vjp=_conv_vjp, batch=_conv_batch, selective_vjp=True, onnx=onnx.conv_general_dilated,
+    vjp=_conv_vjp, batch=_conv_batch, selective_vjp=True, onnx=_onnx_conv,
     precision="low")
 
 
@@ -236,7 +345,7 @@ reduce_window_sum_p = _windowed(
         x, W.SUM, window_dimensions, window_strides, padding),
     jvp=lambda primals, tangents, **p: (reduce_window_sum_p.bind(primals[0], **p),
                                         reduce_window_sum_p.bind(tangents[0], **p)),
-    vjp=_sum_vjp, onnx=onnx.reduce_window_sum)
+    vjp=_sum_vjp, onnx=_onnx_window_sum)
 
 
 def _window_params(window_dimensions, window_strides, padding):
@@ -297,11 +406,11 @@ def _extremum(name, op, onnx=None, onnx_scatter=None):
 
 
 reduce_window_max_p, select_and_gather_add_max_p, select_and_scatter_add_max_p = \
-    _extremum("max", W.MAX, onnx=onnx.reduce_window_max,
-              onnx_scatter=onnx.select_and_scatter_add)
+    _extremum("max", W.MAX, onnx=_onnx_window_max,
+              onnx_scatter=_onnx_select_and_scatter_add)
 reduce_window_min_p, select_and_gather_add_min_p, select_and_scatter_add_min_p = \
-    _extremum("min", W.MIN, onnx=onnx.reduce_window_min,
-              onnx_scatter=onnx.select_and_scatter_add_min)
+    _extremum("min", W.MIN, onnx=_onnx_window_min,
+              onnx_scatter=_onnx_select_and_scatter_add_min)
 
 
 def reduce_window_max(x, window_dimensions, window_strides, padding):

@@ -17,7 +17,6 @@ from . import shape as S
 from ._rules import add_tangents, batched_axes
 from ..kernels.cpu import matmul as matmul_kernels
 from ..kernels.cpu import loop_linalg
-from . import onnx_rules as onnx
 
 
 def _free(ndim, contract, batch):
@@ -187,9 +186,36 @@ def _fold_transposes(e, producer_of):
                                                 "dimension_numbers": ((lc, rc), (lb, rb))})
 
 
+# The ONNX lowering: MatMul where the dimension numbers are matmul's, else Einsum.
+def _onnx_dot_general(b, lhs, rhs, dimension_numbers):
+    (lc, rc), (lb, rb) = dimension_numbers
+    nl, nr = b.aval(lhs).ndim, b.aval(rhs).ndim
+    nb = len(lb)
+    leading = tuple(range(nb))
+    if tuple(lb) == leading and tuple(rb) == leading and len(lc) == 1 and \
+            lc[0] == nl - 1 and nl >= nb + 1 and nr in (nb + 1, nb + 2) and \
+            rc[0] == nb and (nb == 0 or nl == nb + 2):
+        return b.op("MatMul", lhs, rhs)
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    lsub = [None] * nl
+    rsub = [None] * nr
+    batch = []
+    for i, j in zip(lb, rb):
+        lsub[i] = rsub[j] = next(letters)
+        batch.append(lsub[i])
+    for i, j in zip(lc, rc):
+        lsub[i] = rsub[j] = next(letters)
+    lfree = [lsub.__setitem__(i, next(letters)) or lsub[i]
+             for i in range(nl) if lsub[i] is None]
+    rfree = [rsub.__setitem__(i, next(letters)) or rsub[i]
+             for i in range(nr) if rsub[i] is None]
+    eq = f"{''.join(lsub)},{''.join(rsub)}->{''.join(batch + lfree + rfree)}"
+    return b.op("Einsum", lhs, rhs, equation=eq)
+
+
 dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, jvp=_jvp,
                           vjp=_vjp, batch=_batch, numba_source=_numba_source,
-                          selective_vjp=True, simplify=_fold_transposes, onnx=onnx.dot_general,
+                          selective_vjp=True, simplify=_fold_transposes, onnx=_onnx_dot_general,
                           # autocast runs matrix products in its low-precision dtype
                           precision="low")
 

@@ -40,7 +40,6 @@ from ._rules import instantiate, add_tangents, batch_size
 from . import shape as S
 from .elementwise import select_p, convert_element_type_p, eq_p, lt_p, add_p, clamp_p
 from .structural import move_batch_axis
-from . import onnx_rules as onnx
 
 _MODES = {"clip": "clip", "promise_in_bounds": "clip", "fill": "fill", "drop": "fill"}
 
@@ -260,9 +259,102 @@ def _gather_batch(args, batch_dims, mode):
     return gather_p.bind(operand, _with_batch_coordinate(indices), mode=mode), 0
 
 
+# ONNX lowerings (see fnad/primitives/onnx_rules.py for the builder convention)
+
+def _onnx_index_rows(b, operand, indices, mode):
+    """GatherND/ScatterND indices with numpy's negatives and fnad's `mode` applied:
+    (int64 indices inside the operand, a boolean mask of the in-range rows or None)."""
+    k = b.aval(indices).shape[-1]
+    idx = b.cast(indices, np.int64)
+    sizes = b.op("Shape", operand, start=0, end=k)
+    zero = b.const(np.int64(0))
+    idx = b.op("Where", b.op("Less", idx, zero), b.op("Add", idx, sizes), idx)
+    inside = None
+    if mode == "fill":
+        ok = b.op("And", b.op("GreaterOrEqual", idx, zero), b.op("Less", idx, sizes))
+        inside = b.op("ReduceMin", b.cast(ok, np.int32), b.ints([-1]), keepdims=0)
+        inside = b.cast(inside, np.bool_)
+    idx = b.op("Max", b.op("Min", idx, b.op("Sub", sizes, b.const(np.int64(1)))), zero)
+    return idx, inside
+
+
+def _onnx_rows_mask(b, inside, indices, like_rank):
+    """The in-range mask of the index rows, with an axis per trailing value axis."""
+    extra = like_rank - (b.aval(indices).ndim - 1)
+    return b.op("Unsqueeze", inside, b.ints([-1 - i for i in range(extra)])) if extra else inside
+
+
+def _onnx_gather(b, operand, indices, mode):
+    idx, inside = _onnx_index_rows(b, operand, indices, mode)
+    out = b.op("GatherND", operand, idx)
+    if inside is not None:
+        out = b.op("Where", _onnx_rows_mask(b, inside, indices, b.out_avals[0].ndim), out,
+                   b.scalar(0, b.out_avals[0].dtype))
+    return out
+
+
+def _onnx_scatter(name):
+    """scatter_<op> as ScatterND with that reduction. A "fill" scatter drops the updates
+    of out-of-range rows: they become the reduction's identity at a clamped row (a
+    replacing scatter has none, so that combination has no lowering)."""
+    reduction = {"scatter": "none", "scatter_add": "add", "scatter_mul": "mul",
+                 "scatter_min": "min", "scatter_max": "max"}[name]
+
+    def rule(b, operand, indices, updates, mode, unique_indices=False):
+        idx, inside = _onnx_index_rows(b, operand, indices, mode)
+        if inside is not None:
+            if reduction == "none":
+                b.fail('a replacing scatter with mode="fill" (out-of-range rows dropped)')
+            dtype = b.dtype(updates)
+            neutral = {"add": 0, "mul": 1}.get(reduction)
+            if neutral is None:
+                info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
+                neutral = info.max if reduction == "min" else info.min
+                if dtype.kind == "f":
+                    neutral = np.inf if reduction == "min" else -np.inf
+            updates = b.op("Where", _onnx_rows_mask(b, inside, indices, b.aval(updates).ndim),
+                           updates, b.scalar(neutral, dtype))
+        if reduction in ("min", "max") and b.opset < 18:
+            b.fail(f"ScatterND with reduction {reduction!r} needs opset 18 or later")
+        return b.op("ScatterND", operand, idx, updates,
+                    reduction=None if reduction == "none" else reduction)
+    rule.__name__ = name
+    return rule
+
+
+
+
+def _onnx_clamped_starts(b, operand, starts, sizes):
+    """dynamic_slice's starts: negatives from the end, then shifted to fit `sizes`."""
+    begin = b.op("Concat", *[b.op("Unsqueeze", b.cast(s, np.int64), b.ints([0]))
+                             for s in starts], axis=0)
+    shape = b.op("Shape", operand)
+    zero = b.const(np.int64(0))
+    begin = b.op("Where", b.op("Less", begin, zero), b.op("Add", begin, shape), begin)
+    return b.op("Max", b.op("Min", begin, b.op("Sub", shape, sizes)), zero), shape
+
+
+def _onnx_dynamic_update_slice(b, operand, update, *starts):
+    """The update padded out to the operand's shape, chosen where a padded mask is set."""
+    sizes = b.op("Shape", update)
+    begin, shape = _onnx_clamped_starts(b, operand, starts, sizes)
+    pads = b.op("Concat", begin, b.op("Sub", b.op("Sub", shape, begin), sizes), axis=0)
+    placed = b.op("Pad", update, pads, mode="constant")
+    ones = b.op("ConstantOfShape", sizes, value=b.tensor(np.ones(1, np.bool_)))
+    mask = b.op("Pad", ones, pads, b.const(np.bool_(False)), mode="constant")
+    return b.op("Where", mask, placed, operand)
+
+
+def _onnx_dynamic_slice(b, operand, *starts, slice_sizes):
+    width = b.ints(slice_sizes)
+    begin, _ = _onnx_clamped_starts(b, operand, starts, width)
+    return b.op("Slice", operand, begin, b.op("Add", begin, width),
+                b.ints(list(range(len(starts)))))
+
+
 gather_p = Primitive("gather", abstract_eval=_gather_shape, impl=_gather_impl,
                      jvp=_gather_jvp, vjp=_gather_vjp, batch=_gather_batch,
-                     numba_source=_numba_gather, onnx=onnx.gather)
+                     numba_source=_numba_gather, onnx=_onnx_gather)
 
 
 # --------------------------------------------------------------------------- scatter rules
@@ -421,7 +513,7 @@ _SCATTERS = [("scatter",     kernels.SET, "biufc", _set_jvp, _set_vjp),
 SCATTERS = {name: Primitive(name, abstract_eval=_scatter_shape(name, kinds),
                             impl=_scatter_impl(name, op, kinds), jvp=jvp, vjp=vjp,
                             batch=_scatter_batch(name),
-                            numba_source=_numba_scatter(name), onnx=onnx.scatter(name))
+                            numba_source=_numba_scatter(name), onnx=_onnx_scatter(name))
             for name, op, kinds, jvp, vjp in _SCATTERS}
 scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p = SCATTERS.values()
 
@@ -508,7 +600,7 @@ def _dynamic_slice_batch(args, batch_dims, slice_sizes):
 dynamic_slice_p = Primitive("dynamic_slice", abstract_eval=_dynamic_slice_shape,
                             impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
                             vjp=_dynamic_slice_vjp, batch=_dynamic_slice_batch,
-                            numba_source=_numba_dynamic_slice, onnx=onnx.dynamic_slice)
+                            numba_source=_numba_dynamic_slice, onnx=_onnx_dynamic_slice)
 
 
 def _dynamic_update_slice_shape(operand, update, *starts):
@@ -559,7 +651,7 @@ dynamic_update_slice_p = Primitive(
     "dynamic_update_slice", abstract_eval=_dynamic_update_slice_shape,
     impl=_dynamic_update_slice_impl, jvp=_dynamic_update_slice_jvp,
     vjp=_dynamic_update_slice_vjp, batch=_dynamic_update_slice_batch,
-    numba_source=_numba_dynamic_update_slice, onnx=onnx.dynamic_update_slice)
+    numba_source=_numba_dynamic_update_slice, onnx=_onnx_dynamic_update_slice)
 
 
 # --------------------------------------------------------------------------- lax-style functions

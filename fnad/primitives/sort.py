@@ -15,7 +15,6 @@ from ..errors import ShapeError
 from ._rules import batch_size
 from . import shape as S
 from .structural import move_batch_axes
-from . import onnx_rules as onnx
 
 
 def _sort_shape(*operands, dimension, num_keys):
@@ -83,9 +82,21 @@ def _sort_batch(args, batch_dims, dimension, num_keys):
     return out, [0] * len(out)
 
 
+# ONNX lowerings (see fnad/primitives/onnx_rules.py for the builder convention)
+
+def _onnx_sort(b, *operands, dimension, num_keys):
+    if num_keys != 1:
+        b.fail("sorting by more than one key has no ONNX form (TopK takes one)")
+    k = b.size(b.dims_of(operands[0])[dimension])
+    values, perm = b.op("TopK", operands[0], k, axis=int(dimension), largest=0, sorted=1,
+                        outputs=2)
+    return [values] + [b.op("GatherElements", x, perm, axis=int(dimension))
+                       for x in operands[1:]]
+
+
 sort_p = Primitive("sort", abstract_eval=_sort_shape, impl=_sort_impl,
                    jvp=_sort_jvp, vjp=_sort_vjp, batch=_sort_batch, multiple_results=True,
-                   onnx=onnx.sort)
+                   onnx=_onnx_sort)
 
 
 def _dimension(dimension, ndim):

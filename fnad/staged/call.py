@@ -8,7 +8,6 @@ stay single compiled calls. Its cpu kernel is the cpu backend's compiled program
 from ..dtypes import kind_of as dtype_kind
 from ..backend import host_kernel
 from ..core import Primitive
-from ..primitives import onnx_rules
 from ..primitives._rules import batch_size
 from ..primitives.structural import move_batch_axes
 from .programs import batched_program_as_traced, jvp_program, vjp_program
@@ -49,8 +48,13 @@ def _jit_call_batch(args, batch_dims, program):
     return call(closed, *moved), [0 if b else None for b in out_batched]
 
 
+def _onnx_inline(b, *args, program):
+    # ONNX has no call: a nested jit's program is written in place.
+    return b.lower(program, list(args))
+
+
 jit_call_p = Primitive(
     "jit_call",
     abstract_eval=lambda *avals, program: program.out_avals,
     impl=host_kernel("jit_call"), jvp=_jit_call_jvp, vjp=_jit_call_vjp,
-    batch=_jit_call_batch, multiple_results=True, onnx=onnx_rules.jit_call)
+    batch=_jit_call_batch, multiple_results=True, onnx=_onnx_inline)

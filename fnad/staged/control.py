@@ -226,9 +226,34 @@ def _cond_batch(args, dims, branches):
     return outs, [0] * len(outs)
 
 
+# ONNX lowerings (see fnad/primitives/onnx_rules.py for the builder convention)
+
+def _onnx_cond(b, index, *operands, branches):
+    index = b.cast(index, np.int64)
+
+    def branch(k):
+        return b.graph(f"branch{k}", [], lambda sub: sub.typed(
+            branches[k], sub.lower(branches[k], list(operands))))
+
+    def chain(k):
+        # Index k or below (clamped, as lax.switch) takes branch k, else the rest.
+        if k == len(branches) - 1:
+            return branch(k)
+        return b.graph(f"switch{k}", [], lambda sub: sub.typed(branches[k], sub.op(
+            "If", sub.op("LessOrEqual", index, sub.const(np.int64(k))),
+            then_branch=branch(k), else_branch=chain(k + 1),
+            outputs=len(branches[k].outputs), as_list=True)))
+
+    if len(branches) == 1:
+        return b.lower(branches[0], list(operands))
+    return b.op("If", b.op("LessOrEqual", index, b.const(np.int64(0))),
+                then_branch=branch(0), else_branch=chain(1),
+                outputs=len(branches[0].outputs), as_list=True)
+
+
 cond_p = Primitive("cond", abstract_eval=_cond_abstract_eval, impl=host_kernel("cond"),
                    jvp=_cond_jvp, vjp=_cond_vjp, batch=_cond_batch, multiple_results=True,
-                   onnx=onnx_rules.cond)
+                   onnx=_onnx_cond)
 
 
 # --------------------------------------------------------------------------- while
@@ -343,9 +368,32 @@ def _frozen_while(cond, body, cc_b, bc_b, size):
             stage(step, cc_avals + bc_avals + carry_avals))
 
 
+def _onnx_loop_inputs(b, carry_avals):
+    it = (b.fresh("iter"), np.dtype(np.int64), ())
+    keep = (b.fresh("cond"), np.dtype(np.bool_), ())
+    carried = [(b.fresh("carry"), dt, dims) for dt, dims in carry_avals]
+    return it, keep, carried
+
+
+def _onnx_while(b, *args, cond, body, cond_nconsts, body_nconsts):
+    cc, bc = list(args[:cond_nconsts]), list(args[cond_nconsts:cond_nconsts + body_nconsts])
+    carry = list(args[cond_nconsts + body_nconsts:])
+    first = b.lower(cond, cc + carry)[0]
+    kinds = [(b.dtype(c), b.dims_of(c)) for c in carry]
+    it, keep, carried = _onnx_loop_inputs(b, kinds)
+
+    def build(sub):
+        new = sub.lower(body, bc + [n for n, _, _ in carried])
+        go = sub.lower(cond, cc + new)[0]
+        return [(go, np.dtype(np.bool_), ())] + sub.typed(body, new)
+
+    graph = b.graph("while_body", [it, keep] + carried, build)
+    return b.op("Loop", None, first, *carry, body=graph, outputs=len(carry), as_list=True)
+
+
 while_p = Primitive("while", abstract_eval=_while_abstract_eval, impl=host_kernel("while"),
                     jvp=_while_jvp, vjp=_while_vjp, batch=_while_batch,
-                    multiple_results=True, onnx=onnx_rules.while_)
+                    multiple_results=True, onnx=_onnx_while)
 
 
 # --------------------------------------------------------------------------- scan
@@ -500,6 +548,35 @@ def _scan_batch(args, dims, body, num_consts, num_carry, length, reverse):
     return outs, [0 if b else None for b in carry_b] + [1 if b else None for b in ys_b]
 
 
+def _onnx_scan(b, *args, body, num_consts, num_carry, length, reverse):
+    consts = list(args[:num_consts])
+    carry = list(args[num_consts:num_consts + num_carry])
+    xs = list(args[num_consts + num_carry:])
+    b.cover("length")
+    if xs:
+        trips = b.op("Squeeze", b.op("Shape", xs[0], start=0, end=1), b.ints([0]))
+    else:
+        trips = b.const(np.int64(length))
+    kinds = [(b.dtype(c), b.dims_of(c)) for c in carry]
+    it, keep, carried = _onnx_loop_inputs(b, kinds)
+
+    def build(sub):
+        i = it[0]
+        if reverse:
+            i = sub.op("Sub", sub.op("Sub", trips, sub.const(np.int64(1))), i)
+        slices = [sub.op("Gather", x, i, axis=0) for x in xs]
+        outs = sub.lower(body, consts + [n for n, _, _ in carried] + slices)
+        return [(sub.op("Identity", keep[0]), np.dtype(np.bool_), ())] + sub.typed(body, outs)
+
+    graph = b.graph("scan_body", [it, keep] + carried, build)
+    outs = b.op("Loop", trips, None, *carry, body=graph, outputs=len(body.outputs),
+                as_list=True)
+    ys = outs[num_carry:]
+    if reverse:
+        ys = [onnx_rules.rev(b, y, (0,)) for y in ys]
+    return outs[:num_carry] + ys
+
+
 scan_p = ScanPrimitive("scan", abstract_eval=_scan_abstract_eval, impl=host_kernel("scan"),
                    jvp=_scan_jvp, vjp=_scan_vjp, batch=_scan_batch, multiple_results=True,
-                   onnx=onnx_rules.scan)
+                   onnx=_onnx_scan)

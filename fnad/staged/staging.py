@@ -12,7 +12,6 @@ from ..abstract import get_aval
 from ..array import Array
 from ..core import Primitive, Trace, Tracer, bind_custom, current_trace, use_trace
 from ..errors import ConcretizationError, EscapedTracerError
-from ..primitives import onnx_rules
 from ..primitives._rules import batch_size
 from ..primitives.structural import move_batch_axes
 from ..program import ClosedProgram, Equation, Literal, Program, Var, evaluate
@@ -142,6 +141,11 @@ def _custom_call_batch(args, batch_dims, rules, program):
     return outs, [0] * len(outs)
 
 
+def _onnx_custom_call(b, *args, rules, program):
+    consts = [b.const(np.asarray(c)) for c in program.consts]
+    return b.lower(program.program, consts + list(args))
+
+
 custom_call_p = CustomCallPrimitive(
     "custom_call",
     abstract_eval=lambda *avals, rules, program: program.program.out_avals,
@@ -149,4 +153,4 @@ custom_call_p = CustomCallPrimitive(
     jvp=lambda primals, tangents, rules, program: rules.jvp(primals, tangents),
     vjp=lambda cts, outs, *args, rules, program: rules.bwd(rules.fwd(list(args))[1], cts),
     batch=_custom_call_batch,
-    multiple_results=True, onnx=onnx_rules.custom_call)
+    multiple_results=True, onnx=_onnx_custom_call)
