@@ -13,7 +13,7 @@ import weakref
 
 import numpy as np
 
-from ... import config
+from ... import config, events
 from ...cache import register
 from ...program import Literal
 from ...kernels.disk_cache import helpers_digest
@@ -262,7 +262,8 @@ class _Loop:
             self.ready = False
             self.reason = f"{type(err).__name__}: {err}"
             if config.log_compiles:
-                print(f"fnad: scan body left to a Python loop ({type(err).__name__}: {str(err)[:3000]})")
+                events.logger.warning("fnad: loop body left to a Python loop (%s: %s)",
+                                      type(err).__name__, str(err)[:3000])
 
 
 def compiled_loop(programs, key, text, args):
