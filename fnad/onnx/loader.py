@@ -15,6 +15,7 @@ from onnx import numpy_helper
 from .. import numpy as fnp
 from ..errors import UnsupportedOperatorError
 from .operators import OPERATORS, Context
+from . import network_ops  # noqa: F401  (registers the network and control-flow operators)
 
 
 def load(path_or_model):

@@ -1,5 +1,8 @@
 """ONNX operators written with fnad.numpy and fnad.lax, for fnad.onnx.load.
 
+The math, shape and reduction operators are here; the network and control-flow
+ones in network_ops.py, which registers them into the same OPERATORS table.
+
 Each entry is ``op(ctx, env, *inputs, **attributes)`` -> output (or a list): inputs
 are fnad values or numpy arrays (constants), None for an omitted optional input.
 Inputs that ONNX passes as tensors but that must be known to build the computation
@@ -40,7 +43,7 @@ def static(x, what="this input"):
     return np.asarray(x)
 
 
-def _ints(x, what="this input"):
+def ints(x, what="this input"):
     return [int(v) for v in static(x, what).reshape(-1)]
 
 
@@ -139,7 +142,7 @@ def _elu(ctx, env, x, alpha=1.0):
 
 @op("Gelu")
 def _gelu(ctx, env, x, approximate="none"):
-    return nn.gelu(x, approximate=_text(approximate) == "tanh")
+    return nn.gelu(x, approximate=text(approximate) == "tanh")
 
 
 @op("Cast")
@@ -167,7 +170,7 @@ def _dropout(ctx, env, x, *rest, **attrs):
     return [x, fnp.ones(fnp.shape(x), bool)]
 
 
-def _text(v):
+def text(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
@@ -185,7 +188,7 @@ def _size(ctx, env, x):
 
 @op("Reshape")
 def _reshape(ctx, env, x, shape, allowzero=0):
-    shape = _ints(shape, "Reshape's shape")
+    shape = ints(shape, "Reshape's shape")
     if not allowzero:
         shape = [fnp.shape(x)[k] if s == 0 else s for k, s in enumerate(shape)]
     return fnp.reshape(x, shape)
@@ -205,7 +208,7 @@ def _transpose(ctx, env, x, perm=None):
 
 def _axes(ctx, axes_input, attrs_axes):
     if axes_input is not None:
-        return _ints(axes_input, "axes")
+        return ints(axes_input, "axes")
     return list(attrs_axes) if attrs_axes is not None else None
 
 
@@ -231,9 +234,9 @@ def _concat(ctx, env, *xs, axis):
 
 @op("Slice")
 def _slice(ctx, env, x, starts, ends, axes=None, steps=None):
-    starts, ends = _ints(starts), _ints(ends)
-    axes = _ints(axes) if axes is not None else list(range(len(starts)))
-    steps = _ints(steps) if steps is not None else [1] * len(starts)
+    starts, ends = ints(starts), ints(ends)
+    axes = ints(axes) if axes is not None else list(range(len(starts)))
+    steps = ints(steps) if steps is not None else [1] * len(starts)
     index = [slice(None)] * fnp.ndim(x)
     for a, s, e, st in zip(axes, starts, ends, steps):
         n = fnp.shape(x)[a]
@@ -246,18 +249,18 @@ def _slice(ctx, env, x, starts, ends, axes=None, steps=None):
 
 @op("Expand")
 def _expand(ctx, env, x, shape):
-    return fnp.broadcast_to(x, np.broadcast_shapes(fnp.shape(x), tuple(_ints(shape))))
+    return fnp.broadcast_to(x, np.broadcast_shapes(fnp.shape(x), tuple(ints(shape))))
 
 
 @op("Tile")
 def _tile(ctx, env, x, repeats):
-    return fnp.tile(x, _ints(repeats))
+    return fnp.tile(x, ints(repeats))
 
 
 @op("ConstantOfShape")
 def _constant_of_shape(ctx, env, shape, value=None):
     fill = numpy_helper.to_array(value).reshape(()) if value is not None else np.float32(0)
-    return np.full(_ints(shape), fill, fill.dtype)
+    return np.full(ints(shape), fill, fill.dtype)
 
 
 @op("Range")
@@ -293,18 +296,18 @@ def _gather_nd(ctx, env, x, indices, batch_dims=0):
 @op("ScatterND")
 def _scatter_nd(ctx, env, x, indices, updates, reduction="none"):
     at = fnp.asarray(x).at[_nd_index(indices)]
-    how = _text(reduction)
+    how = text(reduction)
     return {"none": at.set, "add": at.add, "mul": at.multiply, "max": at.max,
             "min": at.min}[how](updates)
 
 
 @op("Pad")
 def _pad(ctx, env, x, pads, constant_value=None, axes=None, mode="constant"):
-    if _text(mode) != "constant":
-        raise UnsupportedOperatorError(f"fnad.onnx.load: Pad mode {_text(mode)!r} (only constant)")
-    pads = _ints(pads)
+    if text(mode) != "constant":
+        raise UnsupportedOperatorError(f"fnad.onnx.load: Pad mode {text(mode)!r} (only constant)")
+    pads = ints(pads)
     rank = fnp.ndim(x)
-    axes = _ints(axes) if axes is not None else list(range(rank))
+    axes = ints(axes) if axes is not None else list(range(rank))
     config = [(0, 0, 0)] * rank
     for j, a in enumerate(axes):
         config[a % rank] = (pads[j], pads[j + len(axes)], 0)
@@ -315,12 +318,12 @@ def _pad(ctx, env, x, pads, constant_value=None, axes=None, mode="constant"):
 
 @op("Einsum")
 def _einsum(ctx, env, *xs, equation):
-    return fnp.einsum(_text(equation), *xs)
+    return fnp.einsum(text(equation), *xs)
 
 
 @op("TopK")
 def _topk(ctx, env, x, k, axis=-1, largest=1, sorted=1):  # noqa: A002 (ONNX's name)
-    k = _ints(k)[0]
+    k = ints(k)[0]
     order = fnp.argsort(-x if largest else x, axis=axis)
     idx = lax.slice_in_dim(order, 0, k, axis=axis)
     return [fnp.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
@@ -328,7 +331,7 @@ def _topk(ctx, env, x, k, axis=-1, largest=1, sorted=1):  # noqa: A002 (ONNX's n
 
 @op("CumSum")
 def _cumsum(ctx, env, x, axis, exclusive=0, reverse=0):
-    axis = _ints(axis)[0]
+    axis = ints(axis)[0]
     out = lax.cumsum(x, axis % fnp.ndim(x), reverse=bool(reverse))
     return out - x if exclusive else out
 
@@ -365,181 +368,3 @@ def _arg(fn):
 
 
 OPERATORS.update({"ArgMax": _arg(fnp.argmax), "ArgMin": _arg(fnp.argmin)})
-
-
-# --------------------------------------------------------------------------- networks
-
-@op("MatMul")
-def _matmul(ctx, env, a, b):
-    return fnp.matmul(a, b)
-
-
-@op("Gemm")
-def _gemm(ctx, env, a, b, c=None, alpha=1.0, beta=1.0, transA=0, transB=0):
-    a = fnp.transpose(a) if transA else a
-    b = fnp.transpose(b) if transB else b
-    out = fnp.matmul(a, b)
-    out = out * alpha if alpha != 1.0 else out
-    if c is not None:
-        out = out + (c * beta if beta != 1.0 else c)
-    return out
-
-
-def _window_padding(attrs, spatial, kernel, strides, dilations):
-    auto = _text(attrs.get("auto_pad", "NOTSET"))
-    if auto in ("SAME_UPPER", "SAME_LOWER"):
-        pads = []
-        for n, k, s, d in zip(spatial, kernel, strides, dilations):
-            total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
-            small, big = total // 2, total - total // 2
-            pads.append((small, big) if auto == "SAME_UPPER" else (big, small))
-        return pads
-    if auto == "VALID":
-        return [(0, 0)] * len(spatial)
-    p = list(attrs.get("pads", [0] * 2 * len(spatial)))
-    return list(zip(p[:len(spatial)], p[len(spatial):]))
-
-
-@op("Conv")
-def _conv(ctx, env, x, w, bias=None, **attrs):
-    spatial = fnp.shape(x)[2:]
-    kernel = attrs.get("kernel_shape", fnp.shape(w)[2:])
-    strides = attrs.get("strides", [1] * len(spatial))
-    dilations = attrs.get("dilations", [1] * len(spatial))
-    pads = _window_padding(attrs, spatial, kernel, strides, dilations)
-    out = lax.conv_general_dilated(x, w, tuple(strides), pads, rhs_dilation=tuple(dilations),
-                                   feature_group_count=attrs.get("group", 1))
-    if bias is not None:
-        out = out + fnp.reshape(bias, (1, -1) + (1,) * len(spatial))
-    return out
-
-
-def _pool(computation):
-    def rule(ctx, env, x, **attrs):
-        if attrs.get("ceil_mode", 0):
-            raise UnsupportedOperatorError("fnad.onnx.load: pooling with ceil_mode=1")
-        spatial = fnp.shape(x)[2:]
-        kernel = list(attrs["kernel_shape"])
-        strides = list(attrs.get("strides", [1] * len(kernel)))
-        dilations = list(attrs.get("dilations", [1] * len(kernel)))
-        pads = _window_padding(attrs, spatial, kernel, strides, dilations)
-        return computation(x, kernel, strides, pads, dilations, attrs)
-    return rule
-
-
-def _max_pool(x, kernel, strides, pads, dilations, attrs):
-    dtype = fnp.asarray(x).dtype
-    return lax.reduce_window(x, fnp.asarray(-np.inf, dtype), lax.max, (1, 1, *kernel),
-                             (1, 1, *strides), [(0, 0), (0, 0), *pads],
-                             window_dilation=(1, 1, *dilations))
-
-
-def _average_pool(x, kernel, strides, pads, dilations, attrs):
-    dtype = fnp.asarray(x).dtype
-    window = ((1, 1, *kernel), (1, 1, *strides), [(0, 0), (0, 0), *pads])
-    total = lax.reduce_window(x, fnp.asarray(0, dtype), lax.add, *window)
-    if attrs.get("count_include_pad", 0) or not any(lo or hi for lo, hi in pads):
-        return total / math.prod(kernel)
-    ones = fnp.ones((1, 1) + tuple(fnp.shape(x)[2:]), dtype)
-    count = lax.reduce_window(ones, fnp.asarray(0, dtype), lax.add, *window)
-    return total / count
-
-
-OPERATORS.update({"MaxPool": _pool(_max_pool), "AveragePool": _pool(_average_pool)})
-
-
-@op("GlobalAveragePool")
-def _global_average_pool(ctx, env, x):
-    return fnp.mean(x, axis=tuple(range(2, fnp.ndim(x))), keepdims=True)
-
-
-@op("GlobalMaxPool")
-def _global_max_pool(ctx, env, x):
-    return fnp.max(x, axis=tuple(range(2, fnp.ndim(x))), keepdims=True)
-
-
-def _softmax_rule(fn):
-    def rule(ctx, env, x, axis=None):
-        if axis is None:
-            axis = -1 if ctx.opset >= 13 else 1
-        if ctx.opset < 13:      # the old form: softmax over the flattened trailing axes
-            shape = fnp.shape(x)
-            flat = fnp.reshape(x, (math.prod(shape[:axis]), -1))
-            return fnp.reshape(fn(flat, axis=-1), shape)
-        return fn(x, axis=axis)
-    return rule
-
-
-OPERATORS.update({"Softmax": _softmax_rule(nn.softmax),
-                  "LogSoftmax": _softmax_rule(nn.log_softmax)})
-
-
-@op("LayerNormalization")
-def _layer_norm(ctx, env, x, scale, bias=None, axis=-1, epsilon=1e-5, stash_type=1):
-    axes = tuple(range(axis % fnp.ndim(x), fnp.ndim(x)))
-    mean = fnp.mean(x, axis=axes, keepdims=True)
-    centered = x - mean
-    var = fnp.mean(centered * centered, axis=axes, keepdims=True)
-    out = centered / fnp.sqrt(var + epsilon) * scale
-    return out + bias if bias is not None else out
-
-
-@op("BatchNormalization")
-def _batch_norm(ctx, env, x, scale, bias, mean, var, epsilon=1e-5, momentum=0.9,
-                training_mode=0):
-    if training_mode:
-        raise UnsupportedOperatorError("fnad.onnx.load: BatchNormalization in training mode")
-    shape = (1, -1) + (1,) * (fnp.ndim(x) - 2)
-    inv = fnp.reshape(scale / fnp.sqrt(var + epsilon), shape)
-    return (x - fnp.reshape(mean, shape)) * inv + fnp.reshape(bias, shape)
-
-
-# --------------------------------------------------------------------------- control flow
-
-def _run_subgraph(ctx, env, graph, inputs=()):
-    inner = dict(env)
-    inner.update(zip([i.name for i in graph.input], inputs))
-    ctx.run_graph(ctx, graph, inner)
-    return [inner[o.name] for o in graph.output]
-
-
-@op("If")
-def _if(ctx, env, cond, then_branch, else_branch):
-    if not isinstance(cond, Tracer):
-        taken = then_branch if bool(np.asarray(cond).reshape(())) else else_branch
-        return _run_subgraph(ctx, env, taken)
-    return lax.cond(fnp.reshape(cond, ()), lambda: _run_subgraph(ctx, env, then_branch),
-                    lambda: _run_subgraph(ctx, env, else_branch))
-
-
-@op("Loop")
-def _loop(ctx, env, trips, cond, *initial, body):
-    n_carry = len(initial)
-    n_scan = len(body.output) - 1 - n_carry
-    if n_scan:
-        # Stacked per-iteration outputs need the trip count up front: a scan. The body's
-        # condition must then stay true (fnad's own exports pass it through).
-        n = _ints(trips, "Loop's trip count (with scan outputs)")[0]
-        go = np.asarray(True) if cond is None else cond
-
-        def step(carry, i):
-            outs = _run_subgraph(ctx, env, body, [i, go, *carry])
-            return list(outs[1:1 + n_carry]), list(outs[1 + n_carry:])
-
-        carry, ys = lax.scan(step, list(initial), np.arange(n, dtype=np.int64))
-        return list(carry) + list(ys)
-    limit = np.iinfo(np.int64).max if trips is None else fnp.asarray(trips).reshape(())
-    go = fnp.asarray(True) if cond is None else fnp.asarray(cond).reshape(())
-
-    def keep_going(state):
-        i, ok, _ = state
-        return ok & (i < limit)
-
-    def step(state):
-        i, ok, carry = state
-        outs = _run_subgraph(ctx, env, body, [i, ok, *carry])
-        return i + 1, fnp.reshape(outs[0], ()), list(outs[1:])
-
-    _, _, carry = lax.while_loop(keep_going, step,
-                                 (fnp.asarray(0, np.int64), go, list(initial)))
-    return list(carry)
