@@ -17,6 +17,7 @@ as without the profiler: each reporting site tests one module attribute.
 """
 import collections
 import contextlib
+import functools
 import gzip
 import json
 import os
@@ -27,7 +28,7 @@ import time
 from . import events
 
 __all__ = ["trace", "start_trace", "stop_trace", "summary", "TraceAnnotation",
-           "last_trace"]
+           "StepTraceAnnotation", "annotate_function", "last_trace"]
 
 _lock = threading.Lock()
 _state = {"log_dir": None, "path": None, "events": None}
@@ -129,3 +130,22 @@ class TraceAnnotation(events.span):
 
     def __init__(self, name, **kwargs):
         super().__init__(name, "annotation", kwargs or None)
+
+
+class StepTraceAnnotation(TraceAnnotation):
+    """with StepTraceAnnotation("train", step_num=i): one training step of the trace."""
+
+    def __init__(self, name, **kwargs):
+        super().__init__(name, **kwargs)
+        self.category = "step"
+
+
+def annotate_function(func, name=None, **kwargs):
+    """func, recorded as one event per call while a trace is active."""
+    label = name or getattr(func, "__qualname__", getattr(func, "__name__", "function"))
+
+    @functools.wraps(func)
+    def annotated(*args, **call_kwargs):
+        with TraceAnnotation(label, **kwargs):
+            return func(*args, **call_kwargs)
+    return annotated

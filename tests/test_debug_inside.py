@@ -130,12 +130,13 @@ def test_profile_of_a_training_step(mlp, tmp_path, capsys):
 def test_profiler_records_staging_compiles_and_callbacks(tmp_path):
     with fnad.profiler.trace(tmp_path):
         f = fnad.jit(lambda x: fnad.debug.callback(lambda v: None, x * 2.0) or fnp.sin(x) + 1)
-        f(fnp.ones(7))
+        with fnad.profiler.StepTraceAnnotation("train", step_num=3):
+            fnad.profiler.annotate_function(f, name="annotated")(fnp.ones(7))
         with pytest.raises(RuntimeError, match="already"):
             fnad.profiler.start_trace(tmp_path)
     names = {(e[1], e[0].split(" ")[0]) for e in fnad.profiler._state["events"]}
     assert {("staging", "trace"), ("compile", "lower"), ("callback", "callback"),
-            ("jit", "jit(<lambda>)")} <= names
+            ("jit", "jit(<lambda>)"), ("step", "train"), ("annotation", "annotated")} <= names
     with pytest.raises(RuntimeError, match="no trace"):
         fnad.profiler.stop_trace()
 
