@@ -4,7 +4,6 @@ the operands' device, eagerly and from a program jit lowered for the GPU."""
 import numpy as np
 
 import fnad
-import fnad.numpy as fnp
 from cuda_util import needs_cuda, host, to_gpu
 
 pytestmark = needs_cuda
