@@ -301,3 +301,36 @@ def test_an_unsupported_body_falls_back_and_says_why(compiled_loops):
     entries = [e for t in compiled_loops.values() for e in t.values()]
     assert entries and not any(e.ready for e in entries)
     assert "sort" in entries[0].reason
+
+
+def test_running_reductions_iota_and_random_draws_compile(compiled_loops, monkeypatch):
+    """cumsum/cumprod/cummax/cummin (forward and reverse, NaN and -0.0 included), iota
+    and random split/bits in a scan body: one compiled loop, bit for bit the Python
+    loop over the compiled body (the eager kernels), and numpy's running reductions."""
+    xs = np.random.default_rng(6).normal(size=(4, 3, 5)).astype(np.float32)
+    xs[1, 0, 2], xs[2, 1, 0], xs[2, 1, 1] = np.nan, -0.0, 0.0
+
+    def run(xs, key):
+        def step(key, x):
+            key, sub = fnad.random.split(key)
+            noise = fnad.random.uniform(sub, (3, 5), np.float32)
+            bits = fnad.random.bits(sub, (2,), np.uint8)
+            ramp = lax.broadcasted_iota(np.int32, (3, 5), 1)
+            return key, (lax.cumsum(x, axis=1), lax.cumsum(x, axis=0, reverse=True),
+                         lax.cumprod(x * 0.5 + 1, axis=1), lax.cummax(x, axis=1),
+                         lax.cummin(x, axis=0, reverse=True), noise, bits, ramp * x)
+        return lax.scan(step, key, xs)
+
+    key = fnad.random.key(0) if hasattr(fnad.random, "key") else fnad.random.PRNGKey(0)
+    outs = fnad.jit(run)(fnp.asarray(xs), key)
+    assert_all_compiled(compiled_loops)
+    np.testing.assert_array_equal(np.asarray(outs[1][0]), np.cumsum(xs, axis=2))
+    np.testing.assert_array_equal(np.asarray(outs[1][3]), np.maximum.accumulate(xs, axis=2))
+    flipped = np.flip(np.minimum.accumulate(np.flip(xs, 1), axis=1), 1)
+    np.testing.assert_array_equal(np.asarray(outs[1][4]), flipped)
+    assert np.signbit(np.asarray(outs[1][4])[2, 1, 0])
+    _python_loops(monkeypatch)
+    py = fnad.jit(run)(fnp.asarray(xs), key)
+    for a, b in zip(fnad.tree_util.tree_leaves(outs), fnad.tree_util.tree_leaves(py)):
+        assert np.asarray(a).dtype == np.asarray(b).dtype
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

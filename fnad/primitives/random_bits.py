@@ -14,6 +14,8 @@ are bit-for-bit JAX's (jax.random.split, bits, uniform).
 batching rule -- vmap over keys moves the batch axis to the front and makes one call.
 The outputs are integers, so every derivative is zero.
 """
+import math
+
 import numpy as np
 
 from ..core import Primitive
@@ -124,6 +126,23 @@ def _split_impl(keys, shape):
     return out.reshape(keys.shape[:-1] + shape + (2,))
 
 
+def _numba_bits(args, in_avals, out, shape, bit_width):
+    # The loop compiler's Numba code (fnad/backends/cpu/loops.py): the same kernels.
+    keys = in_avals[0]
+    flat = f"np.ascontiguousarray({args[0]}).reshape(({math.prod(keys.shape[:-1])}, 2))"
+    size = math.prod(shape)
+    draw = f"loop_arrays.bits{64 if bit_width == 64 else 32}({flat}, {size})"
+    if bit_width < 32:      # the low bits, as the eager kernel keeps
+        draw += f".astype(np.{UINTS[bit_width].name})"
+    return f"{draw}.reshape({tuple(out.shape)!r})"
+
+
+def _numba_split(args, in_avals, out, shape):
+    keys = in_avals[0]
+    flat = f"np.ascontiguousarray({args[0]}).reshape(({math.prod(keys.shape[:-1])}, 2))"
+    return f"loop_arrays.split({flat}, {math.prod(shape)}).reshape({tuple(out.shape)!r})"
+
+
 def _draw(name, **slots):
     """A primitive of keys (..., 2). Its outputs are integers, so its JVP is zero; its
     vmap rule moves the batch axis to the front of the keys and makes one call."""
@@ -139,8 +158,10 @@ def _draw(name, **slots):
 
 
 random_bits_p = _draw("random_bits", abstract_eval=_bits_shape, impl=_bits_impl,
+                      numba_source=_numba_bits,
                       onnx=_NO_ONNX)
 random_split_p = _draw("random_split", abstract_eval=_split_shape, impl=_split_impl,
+                       numba_source=_numba_split,
                        onnx=_NO_ONNX)
 
 

@@ -1,6 +1,8 @@
 """Reductions over axes (sum, max, min, prod, argmax, argmin) and cumulative ops
 along one axis (cumsum, cumprod, cummax, cummin). reduce_sum, which every family's
 cotangents use, is declared in structural.py and imported here."""
+import math
+
 import numpy as np
 
 from ..dtypes import bfloat16, kind_of as dtype_kind
@@ -158,6 +160,19 @@ argmin_p = _arg_reduction("argmin", np.argmin, onnx=onnx.arg_reduction("ArgMin")
 
 # --------------------------------------------------------------------------- cumulative
 
+def _numba_running(name):
+    """The loop compiler's Numba code (fnad/backends/cpu/loops.py) for a running
+    reduction: the operand as (before, n, after), run along the middle axis."""
+    def source(args, in_avals, out, axis, reverse):
+        shape = tuple(out.shape)
+        if not shape or dtype_kind(out.dtype) not in "biufc":
+            return None
+        view = (math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]))
+        return (f"loop_arrays.{name}(np.ascontiguousarray({args[0]}).reshape({view!r}), "
+                f"{bool(reverse)}).reshape({shape!r})")
+    return source
+
+
 def _cumulative_shape(name, kinds="biufc"):
     def abstract_eval(x, axis, reverse):
         check_axes(name, x, (axis,))
@@ -265,7 +280,8 @@ def _cum_extremum(name, ufunc, onnx=None):
         return _along(ufunc.accumulate)(x, axis, reverse)
 
     prim = _along_axis(name, reduces=False, abstract_eval=_cumulative_shape(name, "biuf"),
-                       impl=impl, jvp=jvp, vjp=vjp, onnx=onnx)
+                       impl=impl, jvp=jvp, vjp=vjp, onnx=onnx,
+                       numba_source=_numba_running(name))
     return prim
 
 
@@ -275,9 +291,11 @@ cumsum_p = _along_axis(
     jvp=lambda primals, tangents, axis, reverse: (cumsum(primals[0], axis, reverse),
                                                   cumsum(tangents[0], axis, reverse)),
     vjp=lambda g, out, x, axis, reverse: (cumsum(g, axis, not reverse),), onnx=onnx.cumsum,
+    numba_source=_numba_running("cumsum"),
     precision="float32")
 cumprod_p = _along_axis("cumprod", reduces=False, abstract_eval=_cumulative_shape("cumprod"),
                         impl=_along(np.cumprod), jvp=_cumprod_jvp, vjp=_cumprod_vjp,
+                        numba_source=_numba_running("cumprod"),
                         precision="float32", onnx=onnx.cumprod)
 cummax_p = _cum_extremum("cummax", np.maximum, onnx=onnx.cummax)
 cummin_p = _cum_extremum("cummin", np.minimum, onnx=onnx.cummin)

@@ -302,6 +302,14 @@ def _iota_impl(dtype, shape, dimension):
     return np.broadcast_to(idx.reshape(view), shape)
 
 
+def _numba_iota(args, in_avals, out, dtype, shape, dimension):
+    # The loop compiler's Numba code (fnad/backends/cpu/loops.py).
+    if not shape or np.dtype(dtype).kind not in "biuf":
+        return None
+    return (f"loop_arrays.iota(np.empty({tuple(shape)!r}, np.{np.dtype(dtype).name}), "
+            f"{dimension})")
+
+
 iota_p = Primitive("iota",
                    abstract_eval=lambda dtype, shape, dimension: ShapedArray(shape, dtype),
                    impl=_iota_impl,
@@ -309,6 +317,7 @@ iota_p = Primitive("iota",
                    vjp=lambda g, out, **params: (),
                    # No operands, so never batched: vmap only reaches it unbatched.
                    batch=lambda args, batch_dims, **params: (iota_p.bind(**params), None),
+                   numba_source=_numba_iota,
                    onnx=onnx.iota)
 
 

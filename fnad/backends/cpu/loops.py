@@ -17,7 +17,8 @@ from ... import config, events
 from ...cache import register
 from ...program import Literal
 from ...kernels.disk_cache import helpers_digest
-from ...kernels.cpu import elementwise, loop_index, loop_linalg, special
+from ...kernels.cpu import elementwise, loop_arrays, loop_index, loop_linalg, special
+from ...kernels.cpu import random as threefry
 from ...kernels.disk_cache import import_generated
 from ..fusion import Group, KernelSource, literal, materialized, partition
 from . import njit
@@ -140,11 +141,11 @@ import numba
 import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
 from fnad.backends.cpu.njit import load_kernel
-from fnad.kernels.cpu import loop_index, loop_linalg
+from fnad.kernels.cpu import loop_arrays, loop_index, loop_linalg
 from fnad.kernels.cpu import special
 """
 # The modules whose functions a loop calls (and Numba compiles into it).
-HELPERS = (elementwise, loop_index, loop_linalg, special)
+HELPERS = (elementwise, loop_arrays, loop_index, loop_linalg, special, threefry)
 
 
 JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
