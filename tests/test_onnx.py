@@ -166,6 +166,26 @@ def test_numpy_semantics_of_the_lowerings():
         np.testing.assert_array_equal(got, np.asarray(want))
 
 
+def test_windows_over_any_axes():
+    """Pools over windows ONNX's (N, C, spatial) layout does not have: five axes with
+    three unwindowed, a window along the dynamic axis, one axis; and the max pool's
+    transpose (its gradient) in the same layouts."""
+    def f(x):
+        window, strides = (1, 2, 1, 2, 1), (1, 2, 1, 1, 1)
+        pooled = lax.reduce_window(x, -np.inf, lax.max, window, strides,
+                                   [(0, 0), (0, 0), (0, 0), (1, 0), (0, 0)])
+        summed = lax.reduce_window(x, 0.0, lax.add, (2, 1, 1, 1, 1), (1,) * 5, "VALID")
+        low = lax.reduce_window(x[0, 0, 0, :, 0], np.inf, lax.min, (3,), (2,), "SAME")
+        grad = fnad.grad(lambda x: fnp.sum(lax.reduce_window(
+            x, -np.inf, lax.max, window, strides, "VALID") ** 2))(x)
+        return pooled, summed, low, grad
+    model = fnad.onnx.export(f, sample((2, 4, 3, 5, 2), 2), dynamic_axes={"x": [0]})
+    for n in (2, 3):
+        x = sample((n, 4, 3, 5, 2), n)
+        for got, want in zip(ort_run(model, {"x": x}), f(x)):
+            np.testing.assert_allclose(got, np.asarray(want), rtol=1e-6, atol=1e-6)
+
+
 def test_cumulative_arg_and_dynamic_slices():
     def f(x, i):
         return (fnp.cumprod(x, 1), lax.cummax(x, 1), lax.cummin(x, 1, reverse=True),

@@ -177,30 +177,51 @@ def _onnx_conv(b, lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                 dilations=list(rhs_dilation), group=int(feature_group_count))
 
 
-def _onnx_pool(b, x, window_dimensions, window_strides, padding, pool):
-    """Pool over the axes with a window: the others (window 1, stride 1, no padding)
-    become ONNX's N and C, moved in front by a transpose."""
+def _onnx_pool_layout(b, window_dimensions, window_strides, padding):
+    """ONNX pools take (N, C, spatial...). The axes without a window (size 1, stride 1,
+    no padding) move in front by a transpose and become N and C: one or none get
+    unit axes added, more than two are merged into N by a reshape (its sizes read at
+    run time). Returns (the windowed axes, to_pool(v) -> (pooled layout, v
+    transposed), from_pool(z, transposed) -> z in the operand's layout)."""
     n = len(window_dimensions)
     plain = [k for k in range(n) if window_dimensions[k] == 1 and window_strides[k] == 1
              and tuple(padding[k]) == (0, 0)]
     spatial = [k for k in range(n) if k not in plain]
+    perm = plain + spatial
+    moved = perm != list(range(n))
+    m = len(plain)
+
+    def to_pool(v):
+        t = b.op("Transpose", v, perm=perm) if moved else v
+        if m < 2:
+            return b.op("Unsqueeze", t, b.ints(list(range(2 - m)))), t
+        if m > 2:
+            shape = b.op("Concat", b.ints([-1, 1]), b.op("Shape", t, start=m), axis=0)
+            return b.op("Reshape", t, shape), t
+        return t, t
+
+    def from_pool(z, t):
+        if m < 2:
+            z = b.op("Squeeze", z, b.ints(list(range(2 - m))))
+        elif m > 2:
+            shape = b.op("Concat", b.op("Shape", t, start=0, end=m),
+                         b.op("Shape", z, start=2), axis=0)
+            z = b.op("Reshape", z, shape)
+        return b.op("Transpose", z, perm=[int(k) for k in np.argsort(perm)]) if moved else z
+
+    return spatial, to_pool, from_pool
+
+
+def _onnx_pool(b, x, window_dimensions, window_strides, padding, pool):
+    spatial, to_pool, from_pool = _onnx_pool_layout(b, window_dimensions, window_strides,
+                                                    padding)
     if not spatial:
         return b.op("Identity", x)
-    if len(plain) > 2:
-        b.fail(f"a window over {n} axes with {len(plain)} unwindowed ones (ONNX pools "
-               f"take at most a batch and a channel axis)")
-    extra = 2 - len(plain)
-    perm = plain + spatial
-    y = b.op("Transpose", x, perm=perm) if perm != list(range(n)) else x
-    if extra:
-        y = b.op("Unsqueeze", y, b.ints(list(range(extra))))
+    y, t = to_pool(x)
     y = pool(y, kernel_shape=[window_dimensions[k] for k in spatial],
              strides=[window_strides[k] for k in spatial],
              pads=[padding[k][0] for k in spatial] + [padding[k][1] for k in spatial])
-    if extra:
-        y = b.op("Squeeze", y, b.ints(list(range(extra))))
-    inverse = list(np.argsort(perm))
-    return b.op("Transpose", y, perm=inverse) if perm != list(range(n)) else y
+    return from_pool(y, t)
 
 
 def _onnx_window_max(b, x, window_dimensions, window_strides, padding):
@@ -235,38 +256,22 @@ def _onnx_select_and_scatter_add(b, source, x, window_dimensions, window_strides
     into its (N, C, spatial) input, so ScatterElements adds `source` there."""
     if not onnx.is_float(b, x):
         b.fail("MaxPool takes floating-point values only")
-    spots = []
-    values = x if largest else b.op("Neg", x)
-
-    def pool_with_indices(y, **attrs):
-        out, where = b.op("MaxPool", y, outputs=2, **attrs)
-        spots.append((y, where))
-        return out
-
-    # Run the pool for its indices in the layout _pool chooses, then scatter there.
-    _onnx_pool(b, values, window_dimensions, window_strides, padding, pool_with_indices)
-    if not spots:
+    spatial, to_pool, from_pool = _onnx_pool_layout(b, window_dimensions, window_strides,
+                                                    padding)
+    if not spatial:
         return b.op("Identity", source)
-    pooled_input, where = spots[0]
-    n = len(window_dimensions)
-    plain = [k for k in range(n) if window_dimensions[k] == 1 and window_strides[k] == 1
-             and tuple(padding[k]) == (0, 0)]
-    spatial = [k for k in range(n) if k not in plain]
-    perm = plain + spatial
-    g = b.op("Transpose", source, perm=perm) if perm != list(range(n)) else source
-    extra = 2 - len(plain)
-    if extra:
-        g = b.op("Unsqueeze", g, b.ints(list(range(extra))))
+    y, t = to_pool(x if largest else b.op("Neg", x))
+    _, where = b.op("MaxPool", y, kernel_shape=[window_dimensions[k] for k in spatial],
+                    strides=[window_strides[k] for k in spatial],
+                    pads=[padding[k][0] for k in spatial] + [padding[k][1] for k in spatial],
+                    outputs=2)
+    g, _ = to_pool(source)
     flat = b.ints([-1])
-    zeros = b.op("Reshape", b.op("ConstantOfShape", b.op("Shape", pooled_input),
+    zeros = b.op("Reshape", b.op("ConstantOfShape", b.op("Shape", y),
                                  value=b.tensor(np.zeros(1, b.dtype(x)))), flat)
     summed = b.op("ScatterElements", zeros, b.op("Reshape", where, flat),
                   b.op("Reshape", g, flat), axis=0, reduction="add")
-    y = b.op("Reshape", summed, b.op("Shape", pooled_input))
-    if extra:
-        y = b.op("Squeeze", y, b.ints(list(range(extra))))
-    return b.op("Transpose", y, perm=[int(i) for i in np.argsort(perm)]) \
-        if perm != list(range(n)) else y
+    return from_pool(b.op("Reshape", summed, b.op("Shape", y)), t)
 
 
 def _onnx_select_and_scatter_add_min(b, source, x, **params):
