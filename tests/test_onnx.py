@@ -307,9 +307,12 @@ def test_round_trip_values_and_gradients(kind):
     for t, want in zip(model.graph.initializer, tree_leaves(g)):
         np.testing.assert_allclose(np.asarray(g_loaded[t.name]), np.asarray(want),
                                    rtol=1e-5, atol=1e-6)
-    x5 = sample((5, 8, 8, 1), 5)     # other batch sizes, under jit
+    x5 = sample((5, 8, 8, 1), 5)     # other batch sizes, under jit and vmap
     np.testing.assert_allclose(np.asarray(fnad.jit(loaded)(loaded_params, x5)),
                                np.asarray(apply(params, x5)), rtol=1e-5, atol=1e-6)
+    per_example = fnad.vmap(loaded, in_axes=(None, 0))(loaded_params, x5[:, None])
+    np.testing.assert_allclose(np.asarray(per_example)[:, 0], np.asarray(apply(params, x5)),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_round_trip_transformer_and_rnn():
