@@ -396,14 +396,17 @@ def value_and_grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0,
 
 def _value_and_grad(fun, argnums, has_aux, name, holomorphic=False):
     single, spec = check_argnums(argnums, name)
-    resolved = {}       # number of arguments -> argnums as non-negative positions
+    resolved = {}       # number of arguments -> (argnums as non-negative positions,
+    #                     whether they name every argument)
 
     def value_and_grad_fun(*args, **kwargs):
         n = len(args)
-        nums = resolved.get(n)
-        if nums is None:
-            nums = resolved[n] = resolve_argnums(spec, n, name)
-        if not kwargs and len(nums) == n and nums == tuple(range(n)):
+        known = resolved.get(n)
+        if known is None:
+            nums = resolve_argnums(spec, n, name)
+            known = resolved[n] = nums, nums == tuple(range(n))
+        nums, every = known
+        if every and not kwargs:
             restricted = fun        # every argument is differentiated: nothing to fix
         else:
             def restricted(*diff):
@@ -491,16 +494,17 @@ def _check_scalar_output(leaves, name="grad", holomorphic=False):
     if shape != ():
         raise GradientError(f"grad requires a scalar output, got an output of shape "
                             f"{shape}; reduce it (e.g. .sum()) or use vjp/jacrev")
+    kind = dtype_kind(leaf.dtype)
     if holomorphic:
-        if dtype_kind(leaf.dtype) != "c":
+        if kind != "c":
             raise GradientError(f"{name} with holomorphic=True requires a complex output, "
                                 f"got dtype {leaf.dtype}")
-    elif dtype_kind(leaf.dtype) == "c":
+    elif kind == "c":
         raise GradientError(
             f"{name} requires a real-valued output, got dtype {leaf.dtype}; for a "
             f"holomorphic function pass holomorphic=True, otherwise differentiate a real "
             f"part (real, abs) or use vjp directly")
-    elif dtype_kind(leaf.dtype) != "f":
+    elif kind != "f":
         raise GradientError(f"grad requires a floating-point output, got dtype {leaf.dtype}")
     return leaf
 
