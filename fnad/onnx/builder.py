@@ -9,10 +9,11 @@ Shapes may be symbolic (an axis named in dynamic_axes). The exporter stages the
 function at several sizes of each such axis and tells the builder, for every value,
 which dimensions move with which size: a dimension is ``c0 + sum(a_s * size_s)``
 (`Dim`). A rule that needs a shape as data (reshape's new sizes, broadcast's
-target, iota's length) asks `out_shape`/`in_shape`, which give a shape tensor
-computed from the graph's inputs at run time, and names the params that hold the
-shape (`covers`); any other param that changes with an axis's size pins that axis,
-and the exporter raises DynamicAxisError naming the equation.
+target, iota's length) asks `out_shape` (or `shape_tensor` of an operand's
+`dims_of`), which gives a shape tensor computed from the graph's inputs at run time,
+and names the params that hold the shape (`covers`); any other param that changes
+with an axis's size pins that axis, and the exporter raises DynamicAxisError naming
+the equation.
 """
 import itertools
 
@@ -127,6 +128,8 @@ class Builder:
         return [v.aval for v in self.eqn.outputs]
 
     def cast(self, x, dtype):
+        if np.dtype(dtype).kind == "c":
+            self.fail(f"ONNX Runtime has no complex arithmetic (a cast to {dtype})")
         known = self.avals.get(x)
         if known is not None and known.dtype == np.dtype(dtype):
             return x
@@ -266,9 +269,6 @@ class Builder:
         """(name, dtype, dims) of `program`'s outputs, given their ONNX names."""
         return [(n, a.aval.dtype, a.aval.shape if isinstance(a, Literal)
                  else self.dims.get(a, a.aval.shape)) for n, a in zip(names, program.outputs)]
-
-    def var_dims(self, var):
-        return self.dims.get(var, var.aval.shape)
 
 
 class _Aval:
