@@ -245,3 +245,18 @@ def test_every_collective_is_an_effect():
     names = ("psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
              "axis_index")
     assert all(fnad.core.PRIMITIVES[n].effect for n in names)
+
+
+def test_caches_tell_axis_names_and_sizes_apart():
+    # a jitted program batched under the vmap named 'i' (psum -> a sum over the batch)
+    # must not be reused under an unnamed vmap of the same size (psum stays a psum)
+    g = fnad.jit(lambda x: lax.psum(x, "i"))
+    A = RNG.normal(size=(3, 3, 2))
+    np.testing.assert_allclose(fnad.vmap(g, axis_name="i")(A[0]),
+                               np.broadcast_to(A[0].sum(0), (3, 2)), rtol=1e-14)
+    out = fnad.vmap(fnad.vmap(g), axis_name="i")(A)
+    np.testing.assert_allclose(out, np.broadcast_to(A.sum(0), A.shape), rtol=1e-14)
+    # axis_size is a Python int, staged into the program: jit retraces per axis size
+    h = fnad.jit(lambda x: x / lax.axis_size("i"))
+    for n in (3, 4):
+        np.testing.assert_array_equal(fnad.vmap(h, axis_name="i")(np.ones((n, 2))), 1 / n)

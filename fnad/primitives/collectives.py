@@ -93,6 +93,12 @@ class bind_axis:
         _axis_env.reset(self.token)
 
 
+def axis_env_key():
+    """The bound names and sizes, hashable: part of jit's trace-cache key, since what a
+    function stages can depend on them (lax.axis_size is a Python int)."""
+    return tuple((f.name, f.size, f.comm is not None) for f in _axis_env.get())
+
+
 def lookup(name, who):
     """The innermost frame binding `name`, or an UnboundAxisNameError naming it."""
     for frame in reversed(_axis_env.get()):

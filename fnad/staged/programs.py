@@ -14,7 +14,7 @@ from ..primitives._rules import zeros
 from ..primitives.structural import broadcast_batch, moveaxis_to
 from ..program import Var, evaluate, per_program
 from ..transforms._util import as_value
-from ..transforms.batching import BatchTrace, BatchTracer
+from ..transforms.batching import BatchTrace, BatchTracer, rule_axis_name
 from ..transforms.custom import pullback_floats
 from ..transforms.jvp import jvp
 from .staging import stage
@@ -93,21 +93,31 @@ def vmapped(program, args, in_batched, out_batched, size):
     return result
 
 
-@per_program
 def batched_program(program, in_batched, out_batched, size):
     """The staged vmap: inputs with a leading batch axis of `size` where in_batched,
     outputs with one where out_batched (which must include every output the batched
     inputs reach: see `dependent`)."""
+    # The vmap's axis name is part of the key: a collective over that name becomes a
+    # reduction over the batch, over another name it stays a collective.
+    return _batched_program(program, in_batched, out_batched, size, rule_axis_name())
+
+
+@per_program
+def _batched_program(program, in_batched, out_batched, size, axis_name):
     avals = [ShapedArray((size,) + a.shape, a.dtype) if b else a
              for a, b in zip(program.in_avals, in_batched)]
     return stage(lambda *xs: vmapped(program, xs, in_batched, out_batched, size), avals)
 
 
-@per_program
 def batched_program_as_traced(program, in_batched, size):
     """The staged vmap with each output batched only where tracing finds it batched
     (finer than `dependent`, which sees a multi-output equation as one): returns the
     program and which outputs have a batch axis (at 0)."""
+    return _batched_program_as_traced(program, in_batched, size, rule_axis_name())
+
+
+@per_program
+def _batched_program_as_traced(program, in_batched, size, axis_name):
     avals = [ShapedArray((size,) + a.shape, a.dtype) if b else a
              for a, b in zip(program.in_avals, in_batched)]
     found = []

@@ -63,6 +63,12 @@ _rule_axis_name = contextvars.ContextVar("fnad vmap rule axis name", default=Non
 INHERIT = object()
 
 
+def rule_axis_name():
+    """The axis name a BatchTrace made here takes (that of the vmap whose rule is
+    running; None when none or unnamed): what a cache of batched programs keys on."""
+    return _rule_axis_name.get()
+
+
 class _naming_rules:
     """Context for running a rule of `trace`: BatchTraces made inside take its name."""
     __slots__ = ("name", "token")
