@@ -269,13 +269,20 @@ def test_random_bits_inside_the_function_are_refused():
         fnad.onnx.export(lambda key: random.normal(key, (3,)), random.PRNGKey(0))
 
 
-def test_pinned_dynamic_axis_names_the_equation():
+def test_sizes_as_numbers_follow_the_axis_or_pin_it():
+    def centered(x):
+        return x - fnp.mean(x, axis=0)      # divides by the batch size: computed at run time
+    model = fnad.onnx.export(centered, np.ones((4, 3), np.float32), dynamic_axes={"x": [0]})
+    for n in (4, 7):
+        x = sample((n, 3), n)
+        np.testing.assert_allclose(ort_run(model, {"x": x})[0], np.asarray(centered(x)),
+                                   atol=1e-6)
+
     def f(x):
-        return x - fnp.mean(x, axis=0)      # divides by the batch size
-    with pytest.raises(DynamicAxisError, match=r"equation div at .*test_onnx.py:\d+ in f"):
+        return x * (1.0 / x.shape[0])       # 1 / size: not a shape ONNX can compute
+    with pytest.raises(DynamicAxisError, match=r"equation mul at .*test_onnx.py:\d+ in f"):
         fnad.onnx.export(f, np.ones((4, 3), np.float32), dynamic_axes={"x": [0]})
-    # the same function exports with a static batch
-    model = fnad.onnx.export(f, np.ones((4, 3), np.float32))
+    model = fnad.onnx.export(f, np.ones((4, 3), np.float32))    # a static batch is fine
     x = sample((4, 3), 4)
     np.testing.assert_allclose(ort_run(model, {"x": x})[0], np.asarray(f(x)), atol=1e-6)
 

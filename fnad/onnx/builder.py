@@ -61,13 +61,15 @@ class Builder:
     """Collects the nodes of one ONNX graph (a subgraph gets a child builder that
     shares names, symbols and the model's opset with its parent)."""
 
-    def __init__(self, opset, dims, varying, symbols, names=None, locate=None):
+    def __init__(self, opset, dims, varying, symbols, names=None, locate=None,
+                 literals=None):
         self.opset = opset
         self.dims = dims            # Var -> tuple of int | Dim (from the exporter)
         self.varying = varying      # Equation -> param names that move with a size
         self.symbols = symbols      # symbol -> name of its int64 [1] size tensor
         self.names = names if names is not None else itertools.count()
         self.locate = locate        # Equation -> "file:line" of the user's code
+        self.literals = literals or {}  # (Equation, operand index) -> Dim it equals
         self.nodes = []
         self.avals = {}             # ONNX name -> ShapedArray
         self.value_dims = {}        # ONNX name -> dims (int | Dim)
@@ -81,7 +83,7 @@ class Builder:
 
     def child(self):
         return Builder(self.opset, self.dims, self.varying, self.symbols, self.names,
-                       self.locate)
+                       self.locate, self.literals)
 
     # ------------------------------------------------------------------ nodes
     def op(self, op_type, *inputs, outputs=1, as_list=False, **attrs):
@@ -223,11 +225,17 @@ class Builder:
             return env[atom]
 
         for eqn in program.eqns:
-            outs = self.apply(eqn, [read(a) for a in eqn.inputs])
+            outs = self.apply(eqn, [self._size_literal(eqn, k, a) if (eqn, k) in self.literals
+                                    else read(a) for k, a in enumerate(eqn.inputs)])
             for v, name in zip(eqn.outputs, outs):
                 env[v] = name
                 self._register(name, v.aval, self.dims.get(v, v.aval.shape))
         return [read(a) for a in program.outputs]
+
+    def _size_literal(self, eqn, k, literal):
+        """A literal that is a size (a mean's count), computed from the input's shape."""
+        size = self.op("Squeeze", self.size(self.literals[eqn, k]), self.ints([0]))
+        return self.cast(size, literal.aval.dtype)
 
     def _register(self, name, aval, dims):
         self.avals[name] = aval

@@ -58,8 +58,12 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
         names[n_params:] = list(input_names)
     symbols = _symbols(dynamic_axes or {}, names, leaves, n_params)
 
-    base, out_paths, dims, varying, fills = _stage_at_sizes(fun, in_tree, leaves, symbols)
-    b = Builder(opset, dims, varying, {}, locate=lambda eqn: _locate(fun, args, eqn.prim))
+    base, out_paths, dims, varying, literals, fills = _stage_at_sizes(fun, in_tree, leaves,
+                                                                      symbols)
+    # Locating a line reruns fun on Arrays (numpy operands would bypass fnad's ops).
+    arrays = tree_unflatten(in_tree, leaves)
+    b = Builder(opset, dims, varying, {}, locate=lambda eqn: _locate(fun, arrays, eqn.prim),
+                literals=literals)
     for s, (occurrences, _) in symbols.items():
         i, axis = occurrences[0]
         b.symbols[s] = b.op("Shape", names[i], start=axis, end=axis + 1)
@@ -67,7 +71,7 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
     try:
         outs = b.lower(base.program, env)
     except PinnedParams as err:
-        raise DynamicAxisError(_pinned_message(err, symbols, fun, args)) from None
+        raise DynamicAxisError(_pinned_message(err, symbols, fun, arrays)) from None
 
     out_names = _output_names(out_paths, output_names)
     unknown = [k for k in (dynamic_axes or {}) if k not in names and k not in out_names]
@@ -88,7 +92,8 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
 def _stage_at_sizes(fun, in_tree, leaves, symbols):
     """Stage at the example's sizes and at size + 1 and + 2 of each symbolic axis;
     align the stagings: (base ClosedProgram, output tree paths, dims of every var,
-    params that move per equation, captured constants that are moving fills)."""
+    params that move per equation, scalar literals that are sizes (a mean's count),
+    captured constants that are moving fills)."""
     out_paths = []
 
     def flat_fun(*xs):
@@ -108,11 +113,11 @@ def _stage_at_sizes(fun, in_tree, leaves, symbols):
                 shape[axis] = size + step
                 avals[i] = ShapedArray(tuple(shape), avals[i].dtype)
             variants.append((s, step, stage(flat_fun, avals)))
-    dims, varying = {}, {}
+    dims, varying, literals = {}, {}, {}
     fills = _check_consts(base, variants)
     _align(base.program, [(s, st, v.program) for s, st, v in variants],
-           {s: size for s, (_, size) in symbols.items()}, dims, varying)
-    return base, paths, dims, varying, fills
+           {s: size for s, (_, size) in symbols.items()}, dims, varying, literals)
+    return base, paths, dims, varying, literals, fills
 
 
 def _write_inputs(b, base, fills, names, leaves, n_params):
@@ -284,9 +289,11 @@ def _assign(base_vars, variant_vars, variants, sizes, dims):
         dims[v] = _linear_dims(v.aval.shape, shapes, sizes)
 
 
-def _align(base, variants, sizes, dims, varying):
-    """Walk `base` and its restagings in lockstep: dims of every var, and per equation
-    the params (or literal operands) that move with a size."""
+def _align(base, variants, sizes, dims, varying, literals):
+    """Walk `base` and its restagings in lockstep: dims of every var, per equation the
+    params (or literal operands) that move with a size, and the scalar literals that
+    move linearly with it ((equation, operand index) -> Dim: a mean's count, computed
+    from the input's shape at run time)."""
     for _, _, p in variants:
         if len(p.eqns) != len(base.eqns) or any(
                 e.prim is not f.prim for e, f in zip(base.eqns, p.eqns)):
@@ -304,19 +311,43 @@ def _align(base, variants, sizes, dims, varying):
             if isinstance(a, Literal) and any(
                     not isinstance(o.inputs[k], Literal) or o.inputs[k].key() != a.key()
                     for o in others):
-                moved.add(f"<literal operand {k}: {a!r}>")
+                size = _literal_size(a, [o.inputs[k] for o in others], variants, sizes)
+                if size is None:
+                    moved.add(f"<literal operand {k}: {a!r}>")
+                else:
+                    literals[eqn, k] = size
         for key, value in eqn.params.items():
             subs = _programs(value)
             if subs:
                 for j, sub in enumerate(subs):
                     _align(sub, [(s, st, _programs(o.params[key])[j])
                                  for (s, st, _), o in zip(variants, others)],
-                           sizes, dims, varying)
+                           sizes, dims, varying, literals)
             elif any(not _same(value, o.params[key]) for o in others):
                 moved.add(key)
         if moved:
             varying[eqn] = moved
         _assign(eqn.outputs, [o.outputs for o in others], variants, sizes, dims)
+
+
+def _literal_size(base, others, variants, sizes):
+    """The Dim a scalar literal equals at every size (a count the program divides by),
+    or None when it is not a whole-number linear function of the sizes."""
+    if base.value.shape != () or any(
+            not isinstance(o, Literal) or o.value.shape != () for o in others):
+        return None
+    v0 = float(base.value)
+    coeffs = {}
+    for (s, step, _), o in zip(variants, others):
+        delta = float(o.value) - v0
+        if step == 1:
+            coeffs[s] = delta
+        elif delta != 2 * coeffs[s]:
+            return None
+    c0 = v0 - sum(a * sizes[s] for s, a in coeffs.items())
+    if any(a != int(a) for a in coeffs.values()) or c0 != int(c0):
+        return None
+    return Dim(int(c0), {s: int(a) for s, a in coeffs.items() if a})
 
 
 def _programs(value):
@@ -342,8 +373,9 @@ def _pinned_message(err, symbols, fun, args):
     return (f"fnad.onnx.export: equation {err.eqn.prim.name}{at} pins a dynamic axis "
             f"({', '.join(sorted(symbols))}): its {', '.join(err.params)} changes with the "
             f"axis's size, and ONNX cannot compute it from the input's shape. Keep that "
-            f"axis static, or write the function so the size does not enter the "
-            f"computation as a number (e.g. use mean over fixed axes only).")
+            f"axis static, or write the function so the size enters the computation "
+            f"only as a count (a sum divided by it, as in a mean, is fine; its "
+            f"reciprocal, a power or a product of sizes is not).")
 
 
 # --------------------------------------------------------------------------- locating
