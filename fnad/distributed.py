@@ -31,7 +31,7 @@ import sys
 import traceback
 
 from .errors import FnadError
-from .primitives import collectives
+from .kernels import mpi
 from .primitives.collectives import AxisFrame, bind_axis
 
 
@@ -123,4 +123,4 @@ def shard_map(f, axis_name):
 def mpi_call_counts():
     """The MPI calls this process's collectives have made so far, by MPI function
     ({'Allreduce': 12, ...}): a whole pytree psum-ed at once is one Allreduce per dtype."""
-    return dict(collectives.mpi_calls)
+    return dict(mpi.mpi_calls)

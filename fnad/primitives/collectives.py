@@ -31,16 +31,14 @@ All collectives are effects: the optimizer never folds, merges or drops them (a
 process that skipped an all-reduce would leave its peers waiting forever).
 """
 import contextvars
-import sys
-import threading
 
 import numpy as np
 
-from .. import dtypes
 from ..abstract import ShapedArray
 from ..core import Primitive, no_derivative
 from ..dtypes import kind_of as dtype_kind
 from ..errors import DTypeError, FnadError, ShapeError
+from ..kernels import mpi
 from .reduce import reduce_max_p, reduce_min_p
 from .shape import concatenate, iota, slice as slice_
 from .structural import (broadcast_batch, convert_element_type_p, moveaxis_to, reduce_sum,
@@ -152,123 +150,6 @@ def _comm(names, who):
     return comms[0]
 
 
-# --------------------------------------------------------------------------- host buffers
-
-# MPI calls made by this process's collectives, by MPI function: what bucketing saves
-# is visible here (one Allreduce for a whole pytree of one dtype).
-mpi_calls = {}
-
-
-def _count(fn):
-    mpi_calls[fn] = mpi_calls.get(fn, 0) + 1
-
-def _wire_dtype(dtype):
-    # MPI has no float16/bfloat16 sum: those travel (and are summed) in float32,
-    # rounded once at the end, which is also the more accurate sum.
-    return np.dtype(np.float32) if dtypes.kind_of(dtype) == "f" and \
-        np.dtype(dtype).itemsize < 4 else np.dtype(dtype)
-
-
-# Result buffers of large all-reduces are recycled once nothing references them any
-# more: writing a fresh 40 MB buffer costs its page faults, half again the time of
-# the all-reduce itself. A buffer is taken only when the pool's own reference is its
-# only one (every Array, view or driver variable holding it counts), so a value
-# anyone can still see is never overwritten.
-_POOL_MIN_BYTES = 1 << 20
-_POOL_SIZE = 8
-_pool = []
-_pool_lock = threading.Lock()
-
-
-def result_buffer(shape, dtype):
-    """An uninitialized array for a collective's result: a recycled one if free."""
-    dtype = np.dtype(dtype)
-    if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize < _POOL_MIN_BYTES:
-        return np.empty(shape, dtype)
-    with _pool_lock:
-        for i in range(len(_pool)):
-            # 2: the list's reference and getrefcount's argument
-            if (sys.getrefcount(_pool[i]) == 2 and _pool[i].shape == tuple(shape)
-                    and _pool[i].dtype == dtype):
-                return _pool[i]
-        buf = np.empty(shape, dtype)
-        if len(_pool) >= _POOL_SIZE:
-            free = [i for i in range(len(_pool)) if sys.getrefcount(_pool[i]) == 2]
-            if not free:
-                return buf
-            del _pool[free[0]]
-        _pool.append(buf)
-        return buf
-
-
-def allreduce(values, comm, op):
-    """One in-place Allreduce per dtype over every value, packed in one buffer."""
-    outs = [None] * len(values)
-    groups = {}
-    for i, v in enumerate(values):
-        groups.setdefault(_wire_dtype(v.dtype), []).append(i)
-    for wire, members in groups.items():
-        if len(members) == 1 and values[members[0]].dtype == wire:
-            i = members[0]
-            out = result_buffer(values[i].shape, wire)
-            _count("Allreduce")
-            comm.Allreduce(np.ascontiguousarray(values[i]), out, op=op)
-            outs[i] = out
-            continue
-        sizes = [values[i].size for i in members]
-        buf = result_buffer((sum(sizes),), wire)
-        start = 0
-        for i, n in zip(members, sizes):
-            buf[start:start + n] = values[i].ravel()
-            start += n
-        _count("Allreduce")
-        comm.Allreduce(_in_place(), buf, op=op)
-        start = 0
-        for i, n in zip(members, sizes):
-            piece = buf[start:start + n].reshape(values[i].shape)
-            outs[i] = piece if values[i].dtype == wire else piece.astype(values[i].dtype)
-            start += n
-    return outs
-
-
-def _mpi():
-    from mpi4py import MPI      # only a process axis gets here, so mpi4py is installed
-    return MPI
-
-
-def _in_place():
-    return _mpi().IN_PLACE
-
-
-def _extremum_allreduce(values, comm, largest):
-    """pmax/pmin with numpy's NaN rule (a NaN anywhere wins), which MPI's MAX/MIN do
-    not keep: NaNs travel as flags beside the values, in the same buffer."""
-    MPI = _mpi()
-    op = MPI.MAX if largest else MPI.MIN
-    floats = [i for i, v in enumerate(values) if dtype_kind(v.dtype) == "f"]
-    others = [i for i in range(len(values)) if i not in floats]
-    outs = [None] * len(values)
-    for i, o in zip(others, allreduce([values[i] for i in others], comm, op)):
-        outs[i] = o
-    if floats:
-        flag = 1.0 if largest else -1.0     # combined by the same MAX (MIN) as the values
-        parts = []
-        for i in floats:
-            v = values[i].astype(np.float64).ravel()
-            nan = np.isnan(v)
-            parts += [np.where(nan, -flag * np.inf, v), nan * flag]
-        buf = np.concatenate(parts) if parts else np.empty(0)
-        _count("Allreduce")
-        comm.Allreduce(MPI.IN_PLACE, buf, op=op)
-        start = 0
-        for i in floats:
-            n = values[i].size
-            v, nan = buf[start:start + n], buf[start + n:start + 2 * n] != 0
-            outs[i] = np.where(nan, np.nan, v).astype(values[i].dtype).reshape(values[i].shape)
-            start += 2 * n
-    return outs
-
-
 # --------------------------------------------------------------------------- psum, pmean, pmax, pmin
 
 def _check_kinds(name, kinds, operands):
@@ -304,12 +185,11 @@ def _over_members(x, d, size, kind):
 def _reduction(name, kind, kinds):
     def impl(*values, axis_name):
         comm = _comm(axis_name, name)
-        if kind == "max" or kind == "min":
-            return _extremum_allreduce(values, comm, kind == "max")
-        outs = allreduce(values, comm, _mpi().SUM)
+        outs = mpi.allreduce(values, comm, "sum" if kind == "mean" else kind)
         if kind == "mean":
             n = comm.Get_size()
-            outs = [(o / n).astype(o.dtype) for o in outs]
+            for o in outs:          # fresh buffers of the all-reduce: no one else sees them
+                np.divide(o, n, out=o)
         return outs
 
     def batch(args, batch_dims, axis_name, vmap_axis):
@@ -407,10 +287,7 @@ def _gathered(stacked, axis, tiled):
 
 def _gather_impl(x, axis_name, axis, tiled, axis_size):
     comm = _comm(axis_name, "all_gather")
-    recv = np.empty((comm.Get_size(),) + x.shape, x.dtype)
-    _count("Allgather")
-    comm.Allgather(np.ascontiguousarray(x), recv)
-    out = np.ascontiguousarray(np.moveaxis(recv, 0, axis))
+    out = np.ascontiguousarray(np.moveaxis(mpi.allgather(x, comm), 0, axis))
     if tiled:
         shape = list(out.shape)
         shape[axis:axis + 2] = [shape[axis] * shape[axis + 1]]
@@ -482,12 +359,7 @@ def _scatter_impl(x, axis_name, scatter_dimension, tiled, axis_size):
     sd, n = scatter_dimension, comm.Get_size()
     if tiled:
         x = x.reshape(_split_members(x, sd, n))
-    wire = _wire_dtype(x.dtype)
-    send = np.ascontiguousarray(np.moveaxis(x, sd, 0), dtype=wire)
-    recv = np.empty(send.shape[1:], wire)
-    _count("Reduce_scatter_block")
-    comm.Reduce_scatter_block(send, recv, op=_mpi().SUM)
-    return recv.astype(x.dtype, copy=False)
+    return mpi.reduce_scatter(np.moveaxis(x, sd, 0), comm)
 
 
 def _scatter_batch(args, batch_dims, axis_name, scatter_dimension, tiled, axis_size,
@@ -543,13 +415,9 @@ def _permute_shape(x, axis_name, perm, axis_size):
 
 def _permute_impl(x, axis_name, perm, axis_size):
     comm = _comm(axis_name, "ppermute")
-    MPI, rank = _mpi(), comm.Get_rank()
-    dest = next((t for s, t in perm if s == rank), MPI.PROC_NULL)
-    source = next((s for s, t in perm if t == rank), MPI.PROC_NULL)
-    out = np.zeros(x.shape, x.dtype)       # a member nobody sends to gets zeros
-    _count("Sendrecv")
-    comm.Sendrecv(np.ascontiguousarray(x), dest, 0, out, source, 0)
-    return out
+    rank = comm.Get_rank()
+    return mpi.sendrecv(x, comm, dest=next((t for s, t in perm if s == rank), None),
+                        source=next((s for s, t in perm if t == rank), None))
 
 
 def _permute_batch(args, batch_dims, axis_name, perm, axis_size, vmap_axis):
