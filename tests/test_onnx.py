@@ -244,15 +244,17 @@ def test_training_step_exports():
         new = fnad.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, (g, g_table))
         return value, new
 
-    x = sample((4, 8, 8, 1), 4)
-    y = np.array([3, 1, 3, 9], np.int32)
-    model = fnad.onnx.export(step, x, y, params=(params, table))
+    model = fnad.onnx.export(step, sample((4, 8, 8, 1), 4), np.arange(4, dtype=np.int32),
+                             params=(params, table),
+                             dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
     assert {"ScatterElements", "ScatterND", "GatherND"} <= {n.op_type for n in model.graph.node}
-    got = ort_run(model, {"x": x, "y": y})
-    want = tree_leaves(step((params, table), x, y))
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-6)
+    for n in (4, 6):        # the mean over the batch and its 1/n follow the batch size
+        x, y = sample((n, 8, 8, 1), n), np.array([3, 1, 3, 9, 0, 9][:n], np.int32)
+        got = ort_run(model, {"x": x, "y": y})
+        want = tree_leaves(step((params, table), x, y))
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-6)
 
 
 # --------------------------------------------------------------------------- errors
@@ -270,8 +272,8 @@ def test_random_bits_inside_the_function_are_refused():
 
 
 def test_sizes_as_numbers_follow_the_axis_or_pin_it():
-    def centered(x):
-        return x - fnp.mean(x, axis=0)      # divides by the batch size: computed at run time
+    def centered(x):       # sizes as counts, computed from the input's shape at run time
+        return x - fnp.mean(x, axis=0) + x * (1.0 / x.shape[0])
     model = fnad.onnx.export(centered, np.ones((4, 3), np.float32), dynamic_axes={"x": [0]})
     for n in (4, 7):
         x = sample((n, 3), n)
@@ -279,7 +281,7 @@ def test_sizes_as_numbers_follow_the_axis_or_pin_it():
                                    atol=1e-6)
 
     def f(x):
-        return x * (1.0 / x.shape[0])       # 1 / size: not a shape ONNX can compute
+        return x * x.shape[0] ** 2          # size squared: not linear in the size
     with pytest.raises(DynamicAxisError, match=r"equation mul at .*test_onnx.py:\d+ in f"):
         fnad.onnx.export(f, np.ones((4, 3), np.float32), dynamic_axes={"x": [0]})
     model = fnad.onnx.export(f, np.ones((4, 3), np.float32))    # a static batch is fine

@@ -69,7 +69,7 @@ class Builder:
         self.symbols = symbols      # symbol -> name of its int64 [1] size tensor
         self.names = names if names is not None else itertools.count()
         self.locate = locate        # Equation -> "file:line" of the user's code
-        self.literals = literals or {}  # (Equation, operand index) -> Dim it equals
+        self.literals = literals or {}  # (Equation, operand) -> (Dim, reciprocal)
         self.nodes = []
         self.avals = {}             # ONNX name -> ShapedArray
         self.value_dims = {}        # ONNX name -> dims (int | Dim)
@@ -233,9 +233,12 @@ class Builder:
         return [read(a) for a in program.outputs]
 
     def _size_literal(self, eqn, k, literal):
-        """A literal that is a size (a mean's count), computed from the input's shape."""
-        size = self.op("Squeeze", self.size(self.literals[eqn, k]), self.ints([0]))
-        return self.cast(size, literal.aval.dtype)
+        """A literal that is a size (a mean's count) or its reciprocal, computed from
+        the input's shape."""
+        dim, reciprocal = self.literals[eqn, k]
+        size = self.op("Squeeze", self.size(dim), self.ints([0]))
+        size = self.cast(size, literal.aval.dtype)
+        return self.op("Div", self.scalar(1, literal.aval.dtype), size) if reciprocal else size
 
     def _register(self, name, aval, dims):
         self.avals[name] = aval

@@ -331,18 +331,34 @@ def _align(base, variants, sizes, dims, varying, literals):
 
 
 def _literal_size(base, others, variants, sizes):
-    """The Dim a scalar literal equals at every size (a count the program divides by),
-    or None when it is not a whole-number linear function of the sizes."""
+    """(Dim, reciprocal) when a scalar literal is, at every size, a whole-number linear
+    function of the sizes (a mean's count) or the rounded reciprocal of one (the 1/n a
+    mean's derivative multiplies by); else None."""
     if base.value.shape != () or any(
             not isinstance(o, Literal) or o.value.shape != () for o in others):
         return None
-    v0 = float(base.value)
-    coeffs = {}
-    for (s, step, _), o in zip(variants, others):
-        delta = float(o.value) - v0
+    values = [base.value] + [o.value for o in others]
+    dim = _linear([float(v) for v in values], variants, sizes)
+    if dim is not None:
+        return dim, False
+    if base.value.dtype.kind != "f" or any(float(v) == 0 for v in values):
+        return None
+    counts = [round(1 / float(v)) for v in values]
+    one = np.ones((), base.value.dtype)
+    if any(c == 0 or one / np.asarray(c, base.value.dtype) != v
+           for c, v in zip(counts, values)):
+        return None
+    dim = _linear([float(c) for c in counts], variants, sizes)
+    return None if dim is None else (dim, True)
+
+
+def _linear(values, variants, sizes):
+    """The Dim through (base, size + 1, size + 2 of each symbol) values, if whole."""
+    v0, coeffs = values[0], {}
+    for (s, step, _), v in zip(variants, values[1:]):
         if step == 1:
-            coeffs[s] = delta
-        elif delta != 2 * coeffs[s]:
+            coeffs[s] = v - v0
+        elif v - v0 != 2 * coeffs[s]:
             return None
     c0 = v0 - sum(a * sizes[s] for s, a in coeffs.items())
     if any(a != int(a) for a in coeffs.values()) or c0 != int(c0):
@@ -374,8 +390,8 @@ def _pinned_message(err, symbols, fun, args):
             f"({', '.join(sorted(symbols))}): its {', '.join(err.params)} changes with the "
             f"axis's size, and ONNX cannot compute it from the input's shape. Keep that "
             f"axis static, or write the function so the size enters the computation "
-            f"only as a count (a sum divided by it, as in a mean, is fine; its "
-            f"reciprocal, a power or a product of sizes is not).")
+            f"only as a count or its reciprocal (as in a mean and its derivative); a "
+            f"power or a product of sizes has no ONNX shape form.")
 
 
 # --------------------------------------------------------------------------- locating
