@@ -83,7 +83,9 @@ def export(fun, *example_args, params=None, path=None, input_names=None,
                               graph_inputs, graph_outputs, initializer=initializers)
     model = helper.make_model(graph, producer_name="fnad", doc_string=doc_string,
                               opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = min(model.ir_version, 10)    # what ONNX Runtime 1.2x reads
+    # The oldest IR version that carries the opset, so older ONNX Runtimes (the onnx
+    # extra asks for 1.17, which reads IR 9) load the model too.
+    model.ir_version = min(model.ir_version, 9 if opset <= 20 else 10)
     if path is not None:
         onnx.save(model, os.fspath(path))
     return model
