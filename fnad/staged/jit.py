@@ -11,6 +11,7 @@ import inspect
 import time
 import types
 import weakref
+from typing import Any, Callable, Generic, Iterable, ParamSpec, Sequence, TypeVar, overload
 
 from .. import backend, config, events, tracebacks
 from ..backend import OTHER_DEVICE
@@ -19,6 +20,7 @@ from ..array import Array
 from ..cache import register
 from ..errors import ArgnumsError, DTypeError
 from ..core import EVAL, Tracer, current_trace
+from ..primitives.collectives import axis_env_key
 from ..tree_util import tree_flatten, tree_unflatten
 from ..transforms._util import as_value, check_argnums, resolve_argnums
 from .call import call
@@ -29,13 +31,19 @@ from .staging import stage
 
 # --------------------------------------------------------------------------- the jit API
 
-class Jitted:
+# For annotations: a jitted function takes the arguments and gives the result of the
+# function it wraps.
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Jitted(Generic[P, R]):
     """The function returned by fnad.jit. Its traces and compiled calls belong to the
     wrapped function and the jit options (see `_setup_of`), not to this wrapper, so
     `jit(f)(x)` written inline traces f once, as in JAX."""
 
-    def __init__(self, fun, static_argnums=(), static_argnames=(), donate_argnums=(),
-                 donate_argnames=()):
+    def __init__(self, fun: Callable[P, R], static_argnums: Any = (), static_argnames: Any = (),
+                 donate_argnums: Any = (), donate_argnames: Any = ()) -> None:
         functools.update_wrapper(self, fun)
         self.fun = fun
         # (Checked and completed once per function and options: an inline jit(f)(x)
@@ -110,7 +118,8 @@ class Jitted:
                             f"(a method's `self`: functools.partial(jit, "
                             f"static_argnums=0)) or register its class as a pytree") from None
         avals = tuple(ShapedArray(x.shape, x.dtype) for x in flat)
-        key = (in_tree, avals, static, config.enable_x64)   # x64 changes what f traces to
+        # x64 and the bound axis names (vmap's axis_size) change what f traces to
+        key = (in_tree, avals, static, config.enable_x64, axis_env_key())
         entry = self.cache.get(key)
         if entry is None:
             if config.explain_cache_misses and self.cache:
@@ -162,7 +171,7 @@ class Jitted:
                                   time.perf_counter() - start, len(closed.program.eqns))
         return closed, out_tree_cell[0]
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         # The API boundary: an error from tracing or running the function leaves with
         # fnad's frames removed from its traceback (fnad.tracebacks).
         try:
@@ -427,6 +436,19 @@ class Lowered:
 
     def compile(self):
         return self.executable
+
+
+@overload
+def jit(fun: Callable[P, R], *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Iterable[str] = (), donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Iterable[str] = ()) -> Jitted[P, R]: ...
+
+
+@overload
+def jit(fun: None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Iterable[str] = (), donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Iterable[str] = ()) -> Callable[[Callable[P, R]], Jitted[P, R]]:
+    ...
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(),
