@@ -5,6 +5,7 @@ the rank and the failed assertion named) when a check fails; rank 0 prints OK.
     distributed_worker.py checks          collectives, derivatives, equivalence, data
     distributed_worker.py fail DIR STEP   train; process 1 raises at STEP; rank 0
                                           checkpoints to DIR after every step
+    distributed_worker.py gpu             collectives on GPU arrays (CUDA simulator)
 """
 import os
 import sys
@@ -180,6 +181,20 @@ def failure_run(directory, fail_at):
             fnad.io.save(os.path.join(directory, "ckpt.fnad"), {"params": params, "step": i})
 
 
+def gpu_checks():
+    """Collectives on GPU arrays (host staging): results on the operands' GPU."""
+    gpu = fnad.devices("cuda")[0]
+    x = np.arange(6.0).reshape(2, 3) + RANK
+    f = D.shard_map(lambda v: (lax.psum({"a": v, "b": 2 * v}, "p"), lax.all_gather(v, "p")),
+                    "p")
+    out = f(fnad.device_put(x, gpu))
+    ref = D.shard_map(lambda v: (lax.psum({"a": v, "b": 2 * v}, "p"),
+                                 lax.all_gather(v, "p")), "p")(x)
+    for o, r in zip(fnad.tree_util.tree_leaves(out), fnad.tree_util.tree_leaves(ref)):
+        assert o.device == gpu, o.device
+        close(o, r, 0, "gpu")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "checks":
         collective_checks()
@@ -187,5 +202,8 @@ if __name__ == "__main__":
         equivalence_checks()
         if RANK == 0:
             print("OK", D.mpi_call_counts(), flush=True)
+    elif sys.argv[1] == "gpu":
+        gpu_checks()
+        print("OK", flush=True)
     else:
         failure_run(sys.argv[2], int(sys.argv[3]))

@@ -23,9 +23,9 @@ if not os.path.exists(MPIEXEC):
 WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
 
 
-def launch(n, *args, timeout=240):
+def launch(n, *args, timeout=240, **env_vars):
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
-               NUMBA_NUM_THREADS="1")
+               NUMBA_NUM_THREADS="1", **env_vars)
     start = time.monotonic()
     result = subprocess.run([MPIEXEC, "-n", str(n), sys.executable, WORKER, *args],
                             capture_output=True, text=True, timeout=timeout, env=env)
@@ -51,3 +51,10 @@ def test_a_failing_process_ends_the_job_and_the_checkpoint_loads(tmp_path):
     assert int(saved["step"]) in (2, 3)       # 3 unless the abort came mid-write
     leaves = fnad.tree_util.tree_leaves(saved["params"])
     assert len(leaves) == 6 and all(np.all(np.isfinite(np.asarray(v))) for v in leaves)
+
+
+def test_gpu_arrays_go_through_host_staging():
+    # numba's CUDA simulator stands in for a GPU (as the cuda tests do by default)
+    result, _ = launch(2, "gpu", NUMBA_ENABLE_CUDASIM="1")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    assert "OK" in result.stdout
