@@ -279,8 +279,11 @@ class DynamicLossScale:
         finite = fnp.asarray(grads_finite)
         counter = self.counter + 1
         grow = finite & (counter >= self.growth_interval)
-        grown = self.loss_scale * np.float32(self.growth_factor)
-        grown = fnp.where(fnp.isfinite(grown), grown, self.loss_scale)
+        # growing past float32's largest value would give inf: keep the scale there
+        limit = np.float32(np.finfo(np.float32).max / self.growth_factor)
+        grown = fnp.where(self.loss_scale <= limit,
+                          fnp.minimum(self.loss_scale, limit) * np.float32(self.growth_factor),
+                          self.loss_scale)
         scale = fnp.where(finite, fnp.where(grow, grown, self.loss_scale),
                           self.loss_scale * np.float32(self.backoff_factor))
         counter = fnp.where(finite & ~grow, counter, 0).astype(dtypes.int32)

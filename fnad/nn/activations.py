@@ -23,7 +23,7 @@ def relu(x):
     # NaN passes through (x <= 0 is false for NaN), as in JAX and PyTorch, so a
     # diverging network shows; the derivative at 0 is 0, as in JAX.
     x = as_operand(x)
-    return fnp.maximum(x, 0) if x.dtype.kind != "f" else fnp.where(x <= 0, 0, x)
+    return fnp.maximum(x, 0) if not dtypes.is_float(x.dtype) else fnp.where(x <= 0, 0, x)
 
 
 def sigmoid(x):

@@ -107,10 +107,18 @@ def _narrow(x):
     """x as a float32 that rounds to float16 as x itself would."""
 
 
+def _exact_in_float32(t):
+    """Numba types whose every value float32 holds exactly (no rounding to fear)."""
+    return t == types.float32 or isinstance(t, types.Boolean) or (
+        isinstance(t, types.Integer) and t.bitwidth <= 16)
+
+
 @overload(_narrow)
 def _narrow_overload(x):
     if x == types.float32:
         return lambda x: x
+    if _exact_in_float32(x):        # a bool or small int (a comparison, a mask)
+        return lambda x: np.float32(x)
     # One rounding, in float64; the result is a float16 value, exact in float32.
     return lambda x: np.float32(_round_wide(x))
 
@@ -174,6 +182,8 @@ def _bfloat16_narrow(x):
 def _bfloat16_narrow_overload(x):
     if x == types.float32:
         return lambda x: x
+    if _exact_in_float32(x):
+        return lambda x: np.float32(x)
     return lambda x: np.float32(_bfloat16_round_wide(x))
 
 

@@ -11,6 +11,7 @@ import functools
 import numba
 import numpy as np
 
+from ...dtypes import bfloat16
 from .conv import by_rows, via_float32, dilate_pad, out_size
 
 
@@ -21,7 +22,7 @@ def identity(op, dtype):
     dtype = np.dtype(dtype)
     if op == SUM:
         return dtype.type(0)
-    if dtype.kind == "f":
+    if dtype.kind == "f" or dtype == bfloat16:
         return dtype.type(-np.inf if op == MAX else np.inf)
     if dtype.kind == "b":
         return op == MIN
