@@ -254,3 +254,59 @@ def test_matmul_signed_zeros_and_nan_as_numpy():
     a[1, 2, 3] = np.nan
     got = np.asarray(fnp.matmul(a, np.ones((2, 4, 2))))
     np.testing.assert_array_equal(np.isnan(got), np.isnan(np.matmul(a, np.ones((2, 4, 2)))))
+
+
+# --------------------------------------------------------------------------- recompute
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cheap_values_recomputed_after_a_library_call(seed):
+    """tanh-GELU's gradient: its backward loop used six forward intermediates; the
+    optimizer recomputes the cheap ones (a few multiplies from x and the tanh) where
+    they are used again, to the bit, in eager evaluation and in compiled code."""
+    rng = np.random.default_rng(seed)
+    dtype = (np.float32, np.float64)[seed % 2]
+    x = rng.standard_normal((6, 5)).astype(dtype)
+    w = rng.standard_normal((5, 4)).astype(dtype)
+    a = float(rng.uniform(0.01, 0.1))
+
+    def loss(x, w):
+        h = x @ w
+        g = 0.5 * h * (1 + fnp.tanh(0.79 * (h + a * h * h * h)))
+        return (g @ w.T).sum()
+
+    grad = fnad.grad(loss, (0, 1))
+    raw, opt = _staged(lambda *v: list(grad(*v)), [x, w])
+    assert len(opt.program.eqns) > len(optimize_without_recompute(raw).program.eqns)
+    for got, want in zip(_run(opt, [x, w]), _run(raw, [x, w])):
+        assert _bitwise_equal(got, want)
+    for got, want in zip(fnad.jit(grad)(x, w), _run(raw, [x, w])):
+        assert _bitwise_equal(got, want)
+
+
+def optimize_without_recompute(closed):
+    from fnad.transforms import optimize as passes
+    saved = passes.RECOMPUTE_DEPTH
+    passes.RECOMPUTE_DEPTH = 0
+    try:
+        return passes.optimize(closed)
+    finally:
+        passes.RECOMPUTE_DEPTH = saved
+
+
+def test_recompute_never_keeps_a_new_value():
+    """v = sin(x) * cos(x) used after a dot_general, the sine and cosine used nowhere
+    else: recomputing v would keep both (two arrays) instead of v (one), so v stays.
+    Recomputed from inputs (which exist anyway), v is copied."""
+    def f(x, w):
+        v = fnp.sin(x) * fnp.cos(x)
+        return [v @ w + v]
+
+    raw, opt = _staged(f, [np.ones((3, 3)), np.ones((3, 3))])
+    assert [e.prim.name for e in opt.program.eqns].count("mul") == 1
+
+    def g(x, w):
+        v = x * x
+        return [v @ w + v]
+
+    raw, opt = _staged(g, [np.ones((3, 3)), np.ones((3, 3))])
+    assert [e.prim.name for e in opt.program.eqns].count("mul") == 2

@@ -3,6 +3,8 @@ leaves behind, constant folding, common-subexpression and dead-code elimination.
 
 Each pass maps a ClosedProgram to an equivalent one; `optimize` runs them in order.
 """
+import re
+
 import numpy as np
 
 from ..array import Array
@@ -24,7 +26,8 @@ def optimize(closed):
     closed = eliminate_common_subexpressions(closed)
     closed = eliminate_dead_code(closed)
     closed = sums_of_pads_as_concatenations(closed)
-    return eliminate_dead_code(closed)
+    closed = eliminate_dead_code(closed)
+    return recompute_cheap_elementwise(closed)
 
 
 def _substitute(closed, eqns, replace, extra_consts=()):
@@ -261,6 +264,98 @@ def _pad_sum(e, producer, uses, canonical):
         new.append(Equation(pad_p, [joined, zero], [out], {"padding_config": config}))
         canonical.add(out)
     return new
+
+
+# --------------------------------------------------------------------------- recompute
+
+# A value recomputed where it is used again is at most this many arithmetic steps away
+# from values that exist anyway.
+RECOMPUTE_DEPTH = 2
+# A scalar expression calling a function (np.tanh(...), kernels.f(...)) is not cheap.
+_CALLS = re.compile(r"[\w\]]\(")
+
+
+def recompute_cheap_elementwise(closed):
+    """Values a few arithmetic steps (+, -, *, /, select) from others, used again after
+    a non-elementwise equation (a dot_general, a reduction's consumer...), are
+    recomputed there instead of kept: the fused loop that made them then keeps them in
+    registers, and the later loop reads the fewer values they came from. Reverse mode
+    needs this: the backward pass of x -> 0.5 * x * (1 + tanh(c * (x + a * x**3)))
+    reads six intermediates of the forward pass; recomputed, it reads x and the tanh.
+
+    Fusion groups are runs of elementwise equations in program order, so the copies
+    go just before the equation using them, and a value's "region" counts the
+    non-elementwise equations before it. The copies compute the same operations on
+    the same values: the numbers are the same to the bit."""
+    program = closed.program
+    producer, region, k = {}, {}, 0
+    for e in program.eqns:
+        if not _elementwise(e):
+            k += 1
+        for o in e.outputs:
+            producer[o], region[o] = e, k
+    outputs = {a for a in program.outputs if not isinstance(a, Literal)}
+    # Values that exist as arrays whatever this pass does: inputs, results of library
+    # calls, and elementwise values used after their region that are not cheap. A copy
+    # may read only these, so no value is kept that was not kept before.
+    kept = set(program.invars) | outputs
+    k = 0
+    for e in program.eqns:
+        if not _elementwise(e):
+            k += 1
+            kept.update(e.outputs)
+        kept.update(a for a in e.inputs if not isinstance(a, Literal) and a in producer
+                    and region[a] < k and not _cheap(producer[a]))
+
+    def anchor(a, here, depth):
+        p = producer.get(a)
+        return a in outputs or p is None or region[a] >= here or depth > RECOMPUTE_DEPTH \
+            or not _cheap(p)
+
+    def copyable(a, here, depth):
+        if isinstance(a, Literal):
+            return True
+        if anchor(a, here, depth):
+            return a in kept
+        return all(copyable(x, here, depth + 1) for x in producer[a].inputs)
+
+    eqns, changed, k = [], False, 0
+    copies = {}             # (var, region) -> its copy there
+
+    def copy(a, here, depth):
+        if isinstance(a, Literal) or anchor(a, here, depth):
+            return a
+        if (a, here) not in copies:
+            p = producer[a]
+            var = Var(a.aval)
+            inputs = [copy(x, here, depth + 1) for x in p.inputs]
+            eqns.append(Equation(p.prim, inputs, [var], p.params))
+            copies[(a, here)] = var
+        return copies[(a, here)]
+
+    for e in program.eqns:
+        if not _elementwise(e):
+            k += 1
+        else:
+            inputs = [a if isinstance(a, Literal) or anchor(a, k, 1)
+                      or not copyable(a, k, 1) else copy(a, k, 1) for a in e.inputs]
+            if any(x is not a for x, a in zip(inputs, e.inputs)):
+                e = Equation(e.prim, inputs, e.outputs, e.params)
+                changed = True
+        eqns.append(e)
+    if not changed:
+        return closed
+    return ClosedProgram(Program(program.invars, eqns, program.outputs), closed.consts)
+
+
+def _elementwise(e):
+    return e.prim.scalar is not None and e.prim.reduction is None and len(e.outputs) == 1
+
+
+def _cheap(e):
+    return _elementwise(e) and not e.has_effect and not _CALLS.search(e.prim.scalar) \
+        and all(a.aval.shape == e.outputs[0].aval.shape for a in e.inputs
+                if not isinstance(a, Literal))
 
 
 # --------------------------------------------------------------------------- CSE, DCE
