@@ -449,8 +449,8 @@ def grad(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: boo
         holomorphic: fun is a complex-differentiable function of complex inputs.
 
     Returns:
-        A function with fun's arguments returning the gradient: for one argnum, an
-        array or pytree shaped like that argument; for a tuple, a tuple of them. A
+        A function with fun's arguments that returns the gradient (for one argnum, an
+        array or pytree shaped like that argument; for a tuple, a tuple of them). A
         non-scalar output raises GradientError (use vjp or jacrev), as does an integer
         input. As jax.grad: grad sees concrete values, so Python control flow on
         them works (as in JAX outside jit).
