@@ -377,3 +377,38 @@ def test_torch_exported_model_loads_and_differentiates():
     for name, p in named.items():
         np.testing.assert_allclose(np.asarray(grads[name]), p.grad.numpy(),
                                    rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_torch_transformer_encoder_loads_under_jit():
+    """torch's TransformerEncoderLayer and an embedding, exported with a dynamic batch:
+    its shape arithmetic (Shape, Gather, Concat into Reshape) stays static under jit."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(11, 8)
+            self.enc = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                        batch_first=True)
+
+        def forward(self, tokens):
+            h = self.enc(self.emb(tokens))
+            return h.reshape(h.size(0), -1).mean(-1)
+
+    net = Encoder().eval()
+    tokens = torch.randint(0, 11, (3, 5))
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (tokens,), buf, dynamo=False, input_names=["tokens"],
+                          dynamic_axes={"tokens": {0: "batch"}})
+    apply, params = fnad.onnx.load(onnx.load_from_string(buf.getvalue()))
+    jitted = fnad.jit(apply)
+    for n in (3, 4):
+        t = torch.randint(0, 11, (n, 5))
+        want = net(t).detach().numpy()
+        np.testing.assert_allclose(np.asarray(apply(params, t.numpy())), want,
+                                   rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(jitted(params, t.numpy())), want,
+                                   rtol=1e-5, atol=1e-5)

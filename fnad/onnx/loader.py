@@ -9,10 +9,12 @@ so reshapes see static sizes under jit as well.
 """
 import os
 
+import numpy as np
 import onnx
 from onnx import numpy_helper
 
 from .. import numpy as fnp
+from .._api import ensure_compile_time_eval
 from ..errors import UnsupportedOperatorError
 from .operators import OPERATORS, Context
 from . import network_ops  # noqa: F401  (registers the network and control-flow operators)
@@ -66,7 +68,17 @@ def run_graph(ctx, graph, env):
     for node in graph.node:
         args = [env[i] if i else None for i in node.input]
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
-        out = OPERATORS[node.op_type](ctx, env, *args, **attrs)
+        if all(a is None or isinstance(a, np.ndarray) for a in args) and not any(
+                a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                for a in node.attribute):
+            # Shape arithmetic on constants (Shape -> Gather -> Concat -> Reshape) runs
+            # now, under jit too, so the shapes it makes stay static.
+            with ensure_compile_time_eval():
+                out = OPERATORS[node.op_type](ctx, env, *args, **attrs)
+            out = ([np.asarray(o) for o in out] if isinstance(out, (list, tuple))
+                   else np.asarray(out))
+        else:
+            out = OPERATORS[node.op_type](ctx, env, *args, **attrs)
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         for name, value in zip(node.output, outs):
             if name:
