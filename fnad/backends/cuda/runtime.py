@@ -8,6 +8,9 @@ import math
 
 import numpy as np
 
+from ...dtypes import bfloat16
+from ...errors import DTypeError
+
 _cuda = None
 
 
@@ -55,12 +58,23 @@ def launch(kernel, n, *args):
         kernel[blocks, threads](*args)
 
 
+def _check_dtype(dtype):
+    # numba.cuda has no bfloat16 type: neither its arrays nor its kernels can hold
+    # one, so say so here rather than let numba fail to type it somewhere later
+    if np.dtype(dtype) == bfloat16:
+        raise DTypeError("the cuda backend does not support bfloat16 yet (numba.cuda has "
+                         "no bfloat16 arrays); compute in float16 or float32 on the GPU, "
+                         "or keep bfloat16 values on the cpu")
+
+
 def empty(shape, dtype):
+    _check_dtype(dtype)
     return cuda().device_array(tuple(shape), np.dtype(dtype))
 
 
 def to_device(value, device_id=0):
     value = np.asarray(value)
+    _check_dtype(value.dtype)
     if not value.flags.c_contiguous:    # (np.ascontiguousarray would make 0-d 1-d)
         value = value.copy(order="C")
     module = cuda()
