@@ -168,8 +168,8 @@ def test_numpy_semantics_of_the_lowerings():
 
 def test_windows_over_any_axes():
     """Pools over windows ONNX's (N, C, spatial) layout does not have: five axes with
-    three unwindowed, a window along the dynamic axis, one axis; and the max pool's
-    transpose (its gradient) in the same layouts."""
+    three unwindowed, a window along the dynamic axis, one axis; and the pools'
+    transpose (gradient) and tangent (jvp) in the same layouts."""
     def f(x):
         window, strides = (1, 2, 1, 2, 1), (1, 2, 1, 1, 1)
         pooled = lax.reduce_window(x, -np.inf, lax.max, window, strides,
@@ -178,7 +178,9 @@ def test_windows_over_any_axes():
         low = lax.reduce_window(x[0, 0, 0, :, 0], np.inf, lax.min, (3,), (2,), "SAME")
         grad = fnad.grad(lambda x: fnp.sum(lax.reduce_window(
             x, -np.inf, lax.max, window, strides, "VALID") ** 2))(x)
-        return pooled, summed, low, grad
+        tangent = fnad.jvp(lambda x: lax.reduce_window(x, np.inf, lax.min, window, strides,
+                                                       "VALID"), (x,), (fnp.cos(x),))[1]
+        return pooled, summed, low, grad, tangent
     model = fnad.onnx.export(f, sample((2, 4, 3, 5, 2), 2), dynamic_axes={"x": [0]})
     for n in (2, 3):
         x = sample((n, 4, 3, 5, 2), n)

@@ -274,6 +274,30 @@ def _onnx_select_and_scatter_add(b, source, x, window_dimensions, window_strides
     return from_pool(b.op("Reshape", summed, b.op("Shape", y)), t)
 
 
+def _onnx_select_and_gather_add(b, t, x, window_dimensions, window_strides, padding,
+                                largest=True):
+    """The max pool's tangent: each window takes `t` where the window's extremum of x
+    sits (MaxPool's indices, read with Gather from the flattened tangent)."""
+    if not onnx.is_float(b, x):
+        b.fail("MaxPool takes floating-point values only")
+    spatial, to_pool, from_pool = _onnx_pool_layout(b, window_dimensions, window_strides,
+                                                    padding)
+    if not spatial:
+        return b.op("Identity", t)
+    y, _ = to_pool(x if largest else b.op("Neg", x))
+    _, where = b.op("MaxPool", y, kernel_shape=[window_dimensions[k] for k in spatial],
+                    strides=[window_strides[k] for k in spatial],
+                    pads=[padding[k][0] for k in spatial] + [padding[k][1] for k in spatial],
+                    outputs=2)
+    tangent, moved = to_pool(t)
+    picked = b.op("Gather", b.op("Reshape", tangent, b.ints([-1])), where, axis=0)
+    return from_pool(picked, moved)
+
+
+def _onnx_select_and_gather_add_min(b, t, x, **params):
+    return _onnx_select_and_gather_add(b, t, x, largest=False, **params)
+
+
 def _onnx_select_and_scatter_add_min(b, source, x, **params):
     return _onnx_select_and_scatter_add(b, source, x, largest=False, **params)
 
@@ -364,7 +388,7 @@ def reduce_window_sum(x, window_dimensions, window_strides, padding):
                                                         padding))
 
 
-def _extremum(name, op, onnx=None, onnx_scatter=None):
+def _extremum(name, op, onnx=None, onnx_gather=None, onnx_scatter=None):
     """reduce_window_max / _min and the two selection primitives their rules use."""
     def impl(x, window_dimensions, window_strides, padding):
         return W.reduce_window(x, op, window_dimensions, window_strides, padding)
@@ -398,7 +422,7 @@ def _extremum(name, op, onnx=None, onnx_scatter=None):
         jvp=lambda primals, tangents, **p: (
             gather(*primals, **p), None if tangents[0] is None else gather(
                 tangents[0], primals[1], **p)),
-        vjp=lambda g, out, t, x, **p: (scatter(g, x, **p), None))
+        vjp=lambda g, out, t, x, **p: (scatter(g, x, **p), None), onnx=onnx_gather)
     scatter_p = _windowed(
         f"select_and_scatter_add_{name}", abstract_eval=scatter_shape,
         impl=lambda g, x, window_dimensions, window_strides, padding: W.select_and_scatter(
@@ -411,10 +435,11 @@ def _extremum(name, op, onnx=None, onnx_scatter=None):
 
 
 reduce_window_max_p, select_and_gather_add_max_p, select_and_scatter_add_max_p = \
-    _extremum("max", W.MAX, onnx=_onnx_window_max,
+    _extremum("max", W.MAX, onnx=_onnx_window_max, onnx_gather=_onnx_select_and_gather_add,
               onnx_scatter=_onnx_select_and_scatter_add)
 reduce_window_min_p, select_and_gather_add_min_p, select_and_scatter_add_min_p = \
     _extremum("min", W.MIN, onnx=_onnx_window_min,
+              onnx_gather=_onnx_select_and_gather_add_min,
               onnx_scatter=_onnx_select_and_scatter_add_min)
 
 
