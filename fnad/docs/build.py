@@ -149,6 +149,9 @@ def write_markdown_pages():
 # Pages made of README sections, so that the README and the site never disagree:
 # (page, title, the README's "## " headings whose sections it holds; "" is the text
 # before the first of them).
+# Pages made of README sections, so that the README and the site never disagree:
+# (page, title, the README's "## " headings whose sections, with their "### "
+# subsections, it holds; "" is the text under the title, before any heading).
 README_PAGES = [
     ("getting_started", "Getting started", ["", "Set up"]),
     ("how_it_works", "How fnad works", ["How it works"]),
@@ -157,44 +160,59 @@ README_PAGES = [
 GUIDES = ["guides/transforms", "guides/jit", "guides/vmap", "guides/control_flow",
           "guides/pytrees", "guides/training", "guides/random", "guides/gpu", "pages/dtypes",
           "pages/differences"]
-# Guides for capabilities that document themselves in a README section: a page for each
-# section whose heading matches, listed after GUIDES in the index.
+# Guides for capabilities that document themselves in a README section ("##" or "###"):
+# a page for the sections whose heading matches, listed after GUIDES in the index; a
+# "###" section taken for a guide leaves the getting-started page.
 README_GUIDES = [("many_processes", "Many processes", r"many processes|distributed|mpi"),
-                 ("mixed_precision", "Mixed precision", r"mixed precision|amp\b"),
+                 ("mixed_precision", "Mixed precision", r"mixed precision|\bamp\b"),
                  ("onnx", "ONNX", r"onnx"),
-                 ("debugging", "Debugging", r"debug")]
+                 ("debugging", "Debugging and profiling", r"debug|seeing inside|profil")]
 
 
 def readme_sections():
-    """{heading: text} of README.md's "## " sections ("" for the text before them)."""
-    sections, heading = {"": []}, ""
-    for line in (ROOT / "README.md").read_text().splitlines():
-        if line.startswith("## "):
-            heading = line[3:].strip()
-            sections[heading] = []
+    """[(level, heading, text)] of README.md's sections in order: level 2 and 3 for
+    "##" and "###" headings, and (1, "", text) for the text under the "# " title."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    sections = [(1, "", [])]
+    for line in lines[1:]:
+        heading = re.match(r"(#{2,3}) (.*)", line)
+        if heading:
+            sections.append((len(heading.group(1)), heading.group(2).strip(), []))
         else:
-            sections[heading].append(line)
-    return {h: "\n".join(lines) for h, lines in sections.items()}
+            sections[-1][2].append(line)
+    return [(level, heading, "\n".join(text)) for level, heading, text in sections]
+
+
+def _markdown_of(sections, shift):
+    """Sections as Markdown, their headings `shift` levels up (1: "##" becomes "#")."""
+    return "\n\n".join(("#" * (level - shift) + " " + heading + "\n" if heading else "")
+                        + text for level, heading, text in sections)
 
 
 def write_readme_pages():
     sections = readme_sections()
-    intro = sections[""].split("\n", 1)[1]  # the README's "# fnad" title line goes
-    sections[""] = intro
-    for page, title, headings in README_PAGES:
-        parts = [sections[h] if i == 0 else f"## {h}\n{sections[h]}"
-                 for i, h in enumerate(headings)]
-        text = markdown_to_rst(f"# {title}\n\n" + "\n\n".join(parts))
-        _write(SOURCE / "pages" / f"{page}.rst", text)
-    extra = []
+    taken, extra = set(), []
     for page, title, pattern in README_GUIDES:
-        found = [h for h in sections if h and re.search(pattern, h, re.I)]
-        if found:
-            body = "\n\n".join(f"## {h}\n{sections[h]}" for h in found)
-            _write(SOURCE / "pages" / f"{page}.rst", markdown_to_rst(f"# {title}\n\n{body}"))
-            extra.append(f"pages/{page}")
-        elif (SOURCE / "pages" / f"{page}.rst").exists():
-            (SOURCE / "pages" / f"{page}.rst").unlink()
+        found = [i for i, (_, heading, _) in enumerate(sections)
+                 if heading and re.search(pattern, heading, re.I)]
+        if not found:
+            (SOURCE / "pages" / f"{page}.rst").unlink(missing_ok=True)
+            continue
+        taken.update(found)
+        chosen = [(2, sections[i][1], sections[i][2]) for i in found]
+        _write(SOURCE / "pages" / f"{page}.rst",
+               markdown_to_rst(f"# {title}\n\n" + _markdown_of(chosen, 0)))
+        extra.append(f"pages/{page}")
+    for page, title, headings in README_PAGES:
+        chosen, inside, parent = [], False, 1
+        for i, (level, heading, text) in enumerate(sections):
+            if level <= 2:
+                inside, parent = heading in headings, level
+            if inside and i not in taken:
+                # the intro's "###" sections sit right under the title: one level down
+                chosen.append((2 if parent == 1 else level, heading, text))
+        _write(SOURCE / "pages" / f"{page}.rst",
+               markdown_to_rst(f"# {title}\n\n" + _markdown_of(chosen, 0)))
     toctree = [".. toctree::", "   :maxdepth: 1", "   :caption: Guides", ""]
     _write(SOURCE / "pages" / "guides_toctree.txt",
            "\n".join(toctree + [f"   {g}" for g in GUIDES + extra]) + "\n")
