@@ -5,6 +5,7 @@ generated from, so a name without a docstring here is a name with an empty entry
 The examples (`>>>` lines) run with doctest against the printed results; the docs build
 (`python -m fnad.docs --strict --doctest`, in CI) runs them again with the guides'."""
 import doctest
+import json
 import importlib
 import inspect
 import sys
@@ -138,3 +139,24 @@ def test_markdown_pages_convert_to_rest():
     assert "Some ``code`` and **bold**, a `link <https://x.org>`__." in text
     assert ".. code-block:: python\n\n   x = 1\n" in text
     assert ".. list-table::" in text and "   * - 1\n     - ``2``" in text
+
+
+def test_api_pages_have_an_entry_for_every_public_name():
+    from fnad.docs import build
+    seen = {}
+    page = build.api_page("fnad.optim", seen)
+    for name in public.public_names("fnad.optim"):
+        assert f"fnad.optim.{name}" in page
+    assert ".. autofunction:: fnad.optim.adamw" in page
+    # a class already documented under another name points to that entry
+    assert ".. autoclass:: fnad.Array" in build.api_page("fnad", seen)
+    assert ".. py:class:: fnad.numpy.ndarray" in build.api_page("fnad.numpy", seen)
+
+
+def test_search_index_names_are_read(tmp_path):
+    from fnad.docs import build
+    index = {"objects": {"fnad": [[0, 0, 1, "fnad.grad", "grad"]],
+                         "fnad.lax": [[1, 0, 1, "fnad.lax.scan", "scan"]]},
+             "terms": {"adamw": 2}}
+    (tmp_path / "searchindex.js").write_text("Search.setIndex(" + json.dumps(index) + ")")
+    assert build.search_index_names(tmp_path) == {"grad", "scan"}
