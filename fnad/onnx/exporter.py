@@ -2,11 +2,12 @@
 
 The function is staged to a Program exactly as jit stages it, and each equation is
 written by its primitive's `onnx=` rule (see builder.py for the convention). Symbolic
-axes (dynamic_axes) are found by staging again at other sizes of each axis: a
-dimension that moves moves linearly (c0 + a * size), and is computed at run time from
-the graph input that carries the axis; a literal, a captured constant or a param that
-moves with the size (and that the rule cannot express as a shape) pins the axis, and
-the error names the equation.
+axes (dynamic_axes) are found by staging again at other sizes of each axis
+(symbolic.py): a dimension that moves moves linearly (c0 + a * size) and is computed at
+run time from the graph input that carries the axis, as are counts (a mean's n) and
+their reciprocals; any other literal, captured constant or param that moves with the
+size (and that the rule cannot express as a shape) pins the axis, and the error names
+the equation and the user's line.
 """
 import inspect
 import os
