@@ -10,6 +10,7 @@ import pytest
 import fnad
 import fnad.numpy as fnp
 from fnad import hooks, lax, nn, random
+from fnad.demo import MODELS
 from fnad.errors import CallbackError, GradientError
 
 X = np.array([0.5, -1.0, 2.0])
@@ -205,31 +206,48 @@ def test_grad_hook_under_vmap_and_observing_hooks():
     np.testing.assert_allclose(none, [3.0] * 3)
 
 
-def demo_cnn():
-    return nn.serial(nn.Conv(4, (3, 3), padding="SAME"), nn.Relu, nn.MaxPool((2, 2)),
-                     nn.Flatten, nn.serial(nn.Dense(8), nn.Relu), nn.Dense(10))
-
-
-EXPECTED_SHAPES = {"0:Conv": (2, 8, 8, 4), "1:relu": (2, 8, 8, 4), "2:MaxPool": (2, 4, 4, 4),
-                   "3:Flatten": (2, 64), "4:serial/0:Dense": (2, 8),
-                   "4:serial/1:relu": (2, 8), "4:serial": (2, 8), "5:Dense": (2, 10)}
+DEMO_SHAPES = {"0:Conv": (2, 8, 8, 16), "1:relu": (2, 8, 8, 16), "2:Conv": (2, 8, 8, 32),
+               "3:relu": (2, 8, 8, 32), "4:MaxPool": (2, 4, 4, 32), "5:Flatten": (2, 512),
+               "6:Dense": (2, 64), "7:relu": (2, 64), "8:Dense": (2, 10)}
 
 
 @pytest.mark.parametrize("jit", [False, True])
-def test_interceptor_collects_every_layer_activation(jit):
-    init, apply = demo_cnn()
+def test_interceptor_collects_every_layer_activation_of_the_demo_cnn(jit):
+    init, apply = MODELS["cnn"]()
     _, params = init(random.PRNGKey(0), (-1, 8, 8, 1))
     x = fnp.asarray(np.random.default_rng(0).standard_normal((2, 8, 8, 1)), np.float32)
     capture = hooks.capture_activations(apply)
     out, acts = (fnad.jit(capture) if jit else capture)(params, x)
-    assert {k: tuple(v.shape) for k, v in acts.items()} == EXPECTED_SHAPES
-    np.testing.assert_allclose(out, apply(params, x), rtol=1e-6)
-    np.testing.assert_allclose(acts["5:Dense"], out)
+    assert {k: tuple(v.shape) for k, v in acts.items()} == DEMO_SHAPES
+    np.testing.assert_allclose(out, apply(params, x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(acts["8:Dense"], out)
     np.testing.assert_array_equal(acts["1:relu"], np.maximum(acts["0:Conv"], 0))
+    pooled = np.asarray(acts["3:relu"]).reshape(2, 4, 2, 4, 2, 32).max(axis=(2, 4))
+    np.testing.assert_array_equal(acts["4:MaxPool"], pooled)
+
+
+def nested_cnn():
+    return nn.serial(nn.Conv(4, (3, 3), padding="SAME"), nn.Relu, nn.MaxPool((2, 2)),
+                     nn.Flatten, nn.serial(nn.Dense(8), nn.Relu), nn.Dense(10))
+
+
+def test_interceptor_paths_of_nested_combinators_and_parallel():
+    init, apply = nested_cnn()
+    _, params = init(random.PRNGKey(0), (-1, 8, 8, 1))
+    seen = []
+    hooks.forward_hook(apply, lambda path, i, o: seen.append((path, tuple(o.shape))))(
+        params, fnp.ones((2, 8, 8, 1)))
+    assert seen[4:7] == [("4:serial/0:Dense", (2, 8)), ("4:serial/1:relu", (2, 8)),
+                         ("4:serial", (2, 8))]
+    init2, apply2 = nn.serial(nn.FanOut(2), nn.parallel(nn.Dense(3), nn.Identity))
+    _, p2 = init2(random.PRNGKey(1), (-1, 5))
+    paths = []
+    hooks.forward_hook(apply2, lambda path, i, o: paths.append(path))(p2, fnp.ones((1, 5)))
+    assert paths[1:3] == ["1:parallel/0:Dense", "1:parallel/1:Identity"]
 
 
 def test_interceptor_replaces_outputs():
-    init, apply = demo_cnn()
+    init, apply = nested_cnn()
     _, params = init(random.PRNGKey(0), (-1, 8, 8, 1))
     x = fnp.ones((2, 8, 8, 1))
     zeroed = hooks.forward_hook(apply, lambda path, i, o: o * 0.0 if path == "3:Flatten" else None)

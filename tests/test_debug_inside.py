@@ -1,5 +1,5 @@
 """Seeing inside a program: fnad.draw, fnad.profiler, the "fnad" logger, traceback
-filtering and config.debug_nans, on the W2 MLP training step (smaller batch)."""
+filtering and config.debug_nans, on the W2 MLP training step."""
 import gzip
 import inspect
 import json
@@ -21,8 +21,8 @@ from fnad.errors import NaNError, ShapeError
 from fnad.kernels import threads
 from fnad.staged import jit as jit_module
 
-SIZES = [784, 512, 512, 10]
-BATCH = 128
+SIZES = [784, 1024, 1024, 10]     # bench/jit.py's W2 MLP
+BATCH = 256
 
 
 def loss(params, x, labels):
@@ -65,7 +65,7 @@ def test_draw_without_graphviz_gives_dot_with_a_hint(mlp, monkeypatch):
              and "[label=" in ln and "->" not in ln]
     assert len(nodes) == equations == picture.equations
     assert picture.dot.count("subgraph cluster_fused") == groups == picture.fused_groups > 3
-    assert 'label="float32[128,512]"' in picture.dot     # edges carry shape and dtype
+    assert 'label="float32[256,1024]"' in picture.dot    # edges carry shape and dtype
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")

@@ -97,7 +97,12 @@ Selu = elementwise(A.selu)
 LeakyRelu = elementwise(A.leaky_relu)
 LogSoftmax = elementwise(A.log_softmax, axis=-1)
 Softmax = elementwise(A.softmax, axis=-1)
-Identity = Layer(lambda key, input_shape: (input_shape, ()), lambda params, x, **kw: x)
+def _identity_apply(params, x, **kw):
+    return x
+
+
+_identity_apply.__qualname__ = "Identity.apply_fn"     # (fnad.hooks' paths)
+Identity = Layer(lambda key, input_shape: (input_shape, ()), _identity_apply)
 
 
 # --------------------------------------------------------------------------- dense, conv
@@ -447,8 +452,12 @@ def FanOut(num):
                  lambda params, x, **kw: (x,) * num)
 
 
-FanInSum = Layer(lambda key, input_shapes: (input_shapes[0], ()),
-                 lambda params, xs, **kw: sum(xs[1:], xs[0]))
+def _fan_in_sum_apply(params, xs, **kw):
+    return sum(xs[1:], xs[0])
+
+
+_fan_in_sum_apply.__qualname__ = "FanInSum.apply_fn"   # (fnad.hooks' paths)
+FanInSum = Layer(lambda key, input_shapes: (input_shapes[0], ()), _fan_in_sum_apply)
 
 
 def FanInConcat(axis=-1):
