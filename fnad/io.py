@@ -56,7 +56,7 @@ import numpy as np
 
 from .array import Array
 from .errors import FileFormatError  # noqa: F401 (re-exported as fnad.io.FileFormatError)
-from .tree_util import is_registered_node, tree_flatten
+from .tree_util import PyTree, is_registered_node, tree_flatten
 
 _DTYPE_CODES = {
     "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "U16": np.uint16, "I16": np.int16,
@@ -74,7 +74,8 @@ _short.maxstring = _short.maxother = 80
 
 # --------------------------------------------------------------------------- save
 
-def save(path, tree, metadata=None):
+def save(path: str | os.PathLike[str], tree: PyTree, metadata: dict[str, str] | None = None
+         ) -> None:
     """Write the pytree `tree` to `path` as safetensors. `metadata`: optional extra
     {str: str} entries for the header's ``__metadata__``. A symlink at `path` is
     written through (its target is replaced, the link kept); a target without write
@@ -100,7 +101,7 @@ def save(path, tree, metadata=None):
             raise ValueError(f"fnad.io.save: metadata must map str to str and may not "
                              f"use the key {_TREE_KEY!r}; got {k!r}: {v!r}")
         meta[k] = v
-    header = {"__metadata__": meta}
+    header: dict[str, dict] = {"__metadata__": meta}
     offset = 0
     for name, value in tensors:
         header[name] = {"dtype": _CODE_OF[value.dtype.newbyteorder("=")],
@@ -347,7 +348,7 @@ def _describe_path(path):
 
 # --------------------------------------------------------------------------- load
 
-def load(path, like=None):
+def load(path: str | os.PathLike[str], like: PyTree = None) -> PyTree:
     """Read a pytree written by `save`. With `like` (a template pytree), check that the
     file holds the same structure with leaves of the same shapes and dtypes, and return
     it in the template's own container types. Any defect of the file raises

@@ -22,9 +22,14 @@ import numpy as np
 
 from . import numpy as jnp
 from .array import Array
-from .tree_util import tree_map, tree_leaves
+from .tree_util import PyTree, tree_map, tree_leaves
 
 _INT32_MAX = np.iinfo(np.int32).max
+
+# For annotations: a schedule maps the int32 step count to a scalar; a learning rate is
+# a number or a schedule.
+Schedule = Callable[[Any], Any]
+ScalarOrSchedule = float | Schedule
 
 
 class GradientTransformation(NamedTuple):
@@ -104,7 +109,7 @@ def _require_params(params, name):
                          f"update(grads, state, params), not update(grads, state)")
 
 
-def global_norm(tree):
+def global_norm(tree: PyTree) -> Array:
     """The l2 norm of all the leaves of `tree` taken together, as one vector."""
     leaves = tree_leaves(tree)
     if not leaves:
@@ -112,7 +117,7 @@ def global_norm(tree):
     return jnp.sqrt(sum(jnp.sum(_abs_square(x)) for x in leaves))
 
 
-def apply_updates(params, updates):
+def apply_updates(params: PyTree, updates: PyTree) -> PyTree:
     """params + updates, leaf by leaf, each result keeping its parameter's dtype."""
     def add(p, u):
         p = jnp.asarray(p)
@@ -122,7 +127,7 @@ def apply_updates(params, updates):
 
 # --------------------------------------------------------------------------- combinators
 
-def chain(*transforms):
+def chain(*transforms: GradientTransformation) -> GradientTransformation:
     """Apply `transforms` in order; the state is the tuple of their states.
 
     >>> opt = optim.chain(optim.clip_by_global_norm(1.0), optim.sgd(0.5))
@@ -148,7 +153,7 @@ def chain(*transforms):
     return GradientTransformation(init, update)
 
 
-def identity():
+def identity() -> GradientTransformation:
     """Leave updates unchanged."""
     return GradientTransformation(lambda params: EmptyState(),
                                   lambda updates, state, params=None: (updates, state))
@@ -156,7 +161,7 @@ def identity():
 
 # --------------------------------------------------------------------------- transformations
 
-def scale(step_size):
+def scale(step_size: float) -> GradientTransformation:
     """Multiply every update by the constant `step_size`."""
     step_size = _hyper(step_size)
     def update(updates, state, params=None):
@@ -164,7 +169,7 @@ def scale(step_size):
     return GradientTransformation(lambda params: EmptyState(), update)
 
 
-def scale_by_schedule(step_size_fn):
+def scale_by_schedule(step_size_fn: Schedule) -> GradientTransformation:
     """Multiply updates by ``step_size_fn(count)``, count being the number of updates
     made before this one (0 on the first)."""
     def init(params):
@@ -177,7 +182,8 @@ def scale_by_schedule(step_size_fn):
     return GradientTransformation(init, update)
 
 
-def scale_by_learning_rate(learning_rate, flip_sign=True):
+def scale_by_learning_rate(learning_rate: ScalarOrSchedule, flip_sign: bool = True
+                           ) -> GradientTransformation:
     """Scale by -learning_rate (descent), a number or a schedule."""
     sign = -1.0 if flip_sign else 1.0
     learning_rate = _hyper(learning_rate)
@@ -186,7 +192,8 @@ def scale_by_learning_rate(learning_rate, flip_sign=True):
     return scale(sign * learning_rate)
 
 
-def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0):
+def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0
+                  ) -> GradientTransformation:
     """Adam's scaling (Kingma & Ba, 2015, Algorithm 1):
     m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
     update = m_hat / (sqrt(v_hat + eps_root) + eps), with the bias corrections
@@ -210,7 +217,8 @@ def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0):
     return GradientTransformation(init, update)
 
 
-def scale_by_rms(decay=0.9, eps=1e-8, initial_scale=0.0):
+def scale_by_rms(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0
+                 ) -> GradientTransformation:
     """RMSProp's scaling (Hinton's lecture 6e): v = decay v + (1-decay) g^2;
     update = g / sqrt(v + eps)."""
     decay, eps, initial_scale = map(_hyper, (decay, eps, initial_scale))
@@ -225,7 +233,8 @@ def scale_by_rms(decay=0.9, eps=1e-8, initial_scale=0.0):
     return GradientTransformation(init, update)
 
 
-def scale_by_stddev(decay=0.9, eps=1e-8, initial_scale=0.0):
+def scale_by_stddev(decay: float = 0.9, eps: float = 1e-8, initial_scale: float = 0.0
+                    ) -> GradientTransformation:
     """Centered RMSProp's scaling: divide by an estimate of the gradient's standard
     deviation, sqrt(E[g^2] - E[g]^2 + eps)."""
     decay, eps, initial_scale = map(_hyper, (decay, eps, initial_scale))
@@ -243,7 +252,8 @@ def scale_by_stddev(decay=0.9, eps=1e-8, initial_scale=0.0):
     return GradientTransformation(init, update)
 
 
-def scale_by_rss(initial_accumulator_value=0.1, eps=1e-7):
+def scale_by_rss(initial_accumulator_value: float = 0.1, eps: float = 1e-7
+                 ) -> GradientTransformation:
     """Adagrad's scaling (Duchi et al., 2011): s = s + g^2; update = g / sqrt(s + eps)
     (0 where s is 0)."""
     initial_accumulator_value, eps = map(_hyper, (initial_accumulator_value, eps))
@@ -259,7 +269,7 @@ def scale_by_rss(initial_accumulator_value=0.1, eps=1e-7):
     return GradientTransformation(init, update)
 
 
-def trace(decay, nesterov=False):
+def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     """Momentum: t = g + decay t; the update is t, or g + decay t with nesterov."""
     decay = _hyper(decay)
     def init(params):
@@ -275,7 +285,7 @@ def trace(decay, nesterov=False):
     return GradientTransformation(init, update)
 
 
-def clip_by_global_norm(max_norm):
+def clip_by_global_norm(max_norm: float) -> GradientTransformation:
     """Rescale all updates together so that their global norm is at most `max_norm`."""
     max_norm = _hyper(max_norm)
     def update(updates, state, params=None):
@@ -287,7 +297,7 @@ def clip_by_global_norm(max_norm):
     return GradientTransformation(lambda params: EmptyState(), update)
 
 
-def add_decayed_weights(weight_decay=0.0, mask=None):
+def add_decayed_weights(weight_decay: float = 0.0, mask: Any = None) -> GradientTransformation:
     """updates + weight_decay * params (decoupled weight decay, as in AdamW).
     `mask`: a pytree of bools shaped like params (or a function params -> that
     pytree); params whose mask is False are not decayed."""
@@ -304,13 +314,15 @@ def add_decayed_weights(weight_decay=0.0, mask=None):
 
 # --------------------------------------------------------------------------- optimizers
 
-def sgd(learning_rate, momentum=None, nesterov=False):
+def sgd(learning_rate: ScalarOrSchedule, momentum: float | None = None,
+        nesterov: bool = False) -> GradientTransformation:
     """Stochastic gradient descent, with optional (Nesterov) momentum."""
     return chain(trace(momentum, nesterov) if momentum is not None else identity(),
                  scale_by_learning_rate(learning_rate))
 
 
-def adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0):
+def adam(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
+         eps: float = 1e-8, eps_root: float = 0.0) -> GradientTransformation:
     """Adam (Kingma & Ba, 2015): scale_by_adam, then the learning rate (a number or a schedule).
 
     Returns a GradientTransformation; the update is -learning_rate * m_hat / (sqrt(v_hat +
@@ -327,8 +339,9 @@ def adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0):
     return chain(scale_by_adam(b1, b2, eps, eps_root), scale_by_learning_rate(learning_rate))
 
 
-def adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, weight_decay=1e-4,
-          mask=None):
+def adamw(learning_rate: ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
+          eps: float = 1e-8, eps_root: float = 0.0, weight_decay: float = 1e-4,
+          mask: Any = None) -> GradientTransformation:
     """Adam with decoupled weight decay (Loshchilov & Hutter, 2019): the decay is added
     after Adam's scaling, then both are scaled by the learning rate.
 
@@ -347,8 +360,9 @@ def adamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, weight_decay=
                  scale_by_learning_rate(learning_rate))
 
 
-def rmsprop(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, centered=False,
-            momentum=None, nesterov=False):
+def rmsprop(learning_rate: ScalarOrSchedule, decay: float = 0.9, eps: float = 1e-8,
+            initial_scale: float = 0.0, centered: bool = False,
+            momentum: float | None = None, nesterov: bool = False) -> GradientTransformation:
     """RMSProp: updates divided by the root of a moving average of squared gradients (centered:
     of their variance), then the learning rate and optional momentum (optax.rmsprop)."""
     scaling = (scale_by_stddev if centered else scale_by_rms)(decay, eps, initial_scale)
@@ -356,7 +370,8 @@ def rmsprop(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, centered=Fals
                  trace(momentum, nesterov) if momentum is not None else identity())
 
 
-def adagrad(learning_rate, initial_accumulator_value=0.1, eps=1e-7):
+def adagrad(learning_rate: ScalarOrSchedule, initial_accumulator_value: float = 0.1,
+            eps: float = 1e-7) -> GradientTransformation:
     """Adagrad: updates divided by the root of the running sum of squared gradients, then
     scaled by the learning rate (optax.adagrad)."""
     return chain(scale_by_rss(initial_accumulator_value, eps),
@@ -370,7 +385,7 @@ def _steps(count):
     return jnp.astype(jnp.asarray(count), jnp.float32)
 
 
-def constant_schedule(value):
+def constant_schedule(value: float) -> Schedule:
     """A schedule that is `value` at every step (a float32 scalar)."""
     return lambda count: jnp.full([], value, jnp.float32)
 

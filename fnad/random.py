@@ -29,6 +29,7 @@ Differences from JAX, on purpose:
   bounds inward by one or two ulps (JAX: exactly one, with nextafter).
 """
 import math
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -56,7 +57,7 @@ UINT32 = np.dtype(np.uint32)
 
 # --------------------------------------------------------------------------- keys
 
-def key(seed):
+def key(seed: Any) -> Array:
     """A key from an integer seed: [high 32 bits, low 32 bits] of the seed."""
     if isinstance(seed, int) and not isinstance(seed, bool):
         if not -2 ** 63 <= seed < 2 ** 64:
@@ -120,7 +121,7 @@ def _check_key(name, k):
     return value
 
 
-def split(key, num=2):
+def split(key: Array, num: int | Sequence[int] = 2) -> Array:
     """`num` new keys (an int, or a shape: keys of shape (*num, 2)) from one key.
 
     Use each key for one draw only; split again for more. JAX's numbers, bit for bit.
@@ -135,7 +136,7 @@ def split(key, num=2):
     return random_split(key, _shape("split", num))
 
 
-def fold_in(key, data):
+def fold_in(key: Array, data: Any) -> Array:
     """A new key from a key and an integer (e.g. a step number): a different key for
     each data value, as independent of the others as split keys are."""
     key = _check_key("fold_in", key)
@@ -295,7 +296,8 @@ def bits(key, shape=(), dtype=None):
     return random_bits(key, _shape("bits", shape), dtype.itemsize * 8)
 
 
-def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
+def uniform(key: Array, shape: Sequence[int] = (), dtype: Any = None, minval: Any = 0.,
+            maxval: Any = 1.) -> Array:
     """Uniform floats in [minval, maxval)."""
     key = _check_key("uniform", key)
     dtype = _float_dtype("uniform", dtype)
@@ -303,7 +305,7 @@ def uniform(key, shape=(), dtype=None, minval=0., maxval=1.):
     return _uniform(key, shape, dtype, minval, maxval)
 
 
-def normal(key, shape=(), dtype=None):
+def normal(key: Array, shape: Sequence[int] = (), dtype: Any = None) -> Array:
     """Standard normal floats: sqrt(2) * erfinv(u) for u uniform in (-1, 1), as JAX
     (inverse-CDF sampling: one uniform per value and no rejection). A complex dtype
     gives (re + i im) / sqrt(2) from two split keys, as JAX: E|z|^2 = 1.
@@ -341,7 +343,7 @@ def truncated_normal(key, lower, upper, shape=None, dtype=None):
     return jnp.clip(out, _inward(lower, 1), _inward(upper, -1))
 
 
-def bernoulli(key, p=0.5, shape=None):
+def bernoulli(key: Array, p: Any = 0.5, shape: Sequence[int] | None = None) -> Array:
     """Booleans that are True with probability p (p: float or float array)."""
     key = _check_key("bernoulli", key)
     p = p if isinstance(p, (Array, Tracer)) else jnp.asarray(p)
@@ -368,7 +370,8 @@ def _int_bound(x, wide):
     return Array(value.astype(wide))
 
 
-def randint(key, shape, minval, maxval, dtype=None):
+def randint(key: Array, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any = None
+            ) -> Array:
     """Integers uniform in [minval, maxval) (maxval may exceed the dtype: randint(key,
     s, 0, 256, uint8) covers every uint8). As JAX: two draws of the dtype's width
     combined modulo the span, so the bias is about span**2 / 2**(2 * bits)."""

@@ -225,7 +225,8 @@ class PyTreeDef:
 LEAF = PyTreeDef(None, None, ())
 
 
-def tree_flatten(tree, is_leaf=None):
+def tree_flatten(tree: PyTree, is_leaf: typing.Callable[[typing.Any], bool] | None = None
+                 ) -> tuple[list[typing.Any], "PyTreeDef"]:
     """(leaves, treedef): the leaves of a pytree in order, and its structure.
 
     Containers are tuples, lists, dicts (by sorted key), namedtuples, None (a node with no
@@ -254,7 +255,7 @@ def _flatten(x, leaves, is_leaf):
     return PyTreeDef(type(x), aux, tuple(_flatten(c, leaves, is_leaf) for c in children))
 
 
-def tree_unflatten(treedef, leaves):
+def tree_unflatten(treedef: "PyTreeDef", leaves: typing.Iterable[typing.Any]) -> PyTree:
     """The pytree of structure `treedef` with `leaves` in place of its leaves (the inverse of
     tree_flatten).
 
@@ -287,17 +288,18 @@ def _unflatten(treedef, it):
     return nodedef.unflatten(treedef.aux, children)
 
 
-def tree_leaves(tree, is_leaf=None):
+def tree_leaves(tree: PyTree, is_leaf: typing.Callable[[typing.Any], bool] | None = None) -> list[typing.Any]:
     """The leaves of a pytree, in tree_flatten's order."""
     return tree_flatten(tree, is_leaf)[0]
 
 
-def tree_structure(tree, is_leaf=None):
+def tree_structure(tree: PyTree, is_leaf: typing.Callable[[typing.Any], bool] | None = None) -> "PyTreeDef":
     """The treedef of a pytree (tree_flatten's second result)."""
     return tree_flatten(tree, is_leaf)[1]
 
 
-def tree_map(f, tree, *rest, is_leaf=None):
+def tree_map(f: typing.Callable[..., typing.Any], tree: PyTree, *rest: PyTree,
+             is_leaf: typing.Callable[[typing.Any], bool] | None = None) -> PyTree:
     """A pytree shaped like `tree` holding f(leaf, *matching leaves of rest).
 
     Every tree in `rest` must have exactly `tree`'s structure (JAX also accepts trees
