@@ -31,11 +31,16 @@ def expected(x):
     return [f"x={np.asarray(x)}", f"y={np.sin(np.asarray(x)) * 2.0}"]
 
 
-@pytest.mark.parametrize("mode", ["eager", "jit", "grad", "jit_grad"])
+@pytest.mark.parametrize("mode", ["eager", "jit", "grad", "jit_grad", "grad_jit",
+                                  "grad_jit_jit"])
 def test_print_shows_values_in_program_order(mode, capsys):
+    # grad of a jitted function runs it again for its backward pass: the values are
+    # printed once all the same (the replay leaves the printing out)
     x = fnp.asarray(X)
     f = {"eager": printing, "jit": fnad.jit(printing), "grad": fnad.grad(printing),
-         "jit_grad": fnad.jit(fnad.grad(printing))}[mode]
+         "jit_grad": fnad.jit(fnad.grad(printing)),
+         "grad_jit": fnad.grad(fnad.jit(printing)),
+         "grad_jit_jit": fnad.grad(fnad.jit(lambda x: fnad.jit(printing)(x) * 1.0))}[mode]
     f(x)
     assert lines_of(capsys) == expected(X)
     f(x + 1.0)      # a compiled call prints too, with the new values
@@ -201,7 +206,10 @@ def test_grad_hook_under_vmap_and_observing_hooks():
         y = hooks.observe_grad(x, seen.append)
         return fnp.sum(fnp.sin(y))
     fnad.jit(fnad.grad(f))(fnp.asarray(X))
+    fnad.grad(fnad.jit(f))(fnp.asarray(X))
+    assert len(seen) == 2
     np.testing.assert_allclose(seen[0], np.cos(X))
+    np.testing.assert_allclose(seen[1], np.cos(X))
     none = fnad.grad(lambda x: fnp.sum(hooks.grad_hook(x, lambda g: None) * 3.0))(fnp.asarray(X))
     np.testing.assert_allclose(none, [3.0] * 3)
 

@@ -12,7 +12,7 @@ from ..abstract import ShapedArray
 from ..core import current_trace, use_trace
 from ..primitives._rules import zeros
 from ..primitives.structural import broadcast_batch, moveaxis_to
-from ..program import Var, evaluate, per_program
+from ..program import ClosedProgram, Equation, Program, Var, evaluate, per_program
 from ..transforms._util import as_value
 from ..transforms.batching import BatchTrace, BatchTracer, rule_axis_name
 from ..transforms.custom import pullback_floats
@@ -62,9 +62,41 @@ def vjp_program(program, ct_mask):
     def fun(*args):
         given = iter(args[n:])
         cts = [next(given) if m else zeros(a.shape, a.dtype) for m, a in zip(ct_mask, out_avals)]
-        in_cts = pullback_floats(lambda xs: evaluate(program, xs), list(args[:n]), cts)
+        in_cts = pullback_floats(lambda xs: evaluate(replayed(program), xs), list(args[:n]),
+                                 cts)
         return [c for c in in_cts if c is not None]
     return stage(fun, avals + [a for a, m in zip(out_avals, ct_mask) if m])
+
+
+def replayed(program):
+    """The program as a vjp runs it again for the values its backward pass needs: the
+    effects with no outputs (debug printing, host callbacks) left out, here and in the
+    programs its equations hold, since they were seen when the program itself ran."""
+    return _replayed(program) if program.has_effects else program
+
+
+@per_program
+def _replayed(program):
+    eqns = []
+    for e in program.eqns:
+        if e.prim.effect and not e.outputs:
+            continue
+        params = {k: _replayed_param(v) for k, v in e.params.items()}
+        changed = any(params[k] is not v for k, v in e.params.items())
+        eqns.append(Equation(e.prim, e.inputs, e.outputs, params) if changed else e)
+    return Program(program.invars, eqns, program.outputs)
+
+
+def _replayed_param(value):
+    if isinstance(value, Program):
+        return replayed(value)
+    if isinstance(value, ClosedProgram):
+        inner = replayed(value.program)
+        return value if inner is value.program else ClosedProgram(inner, value.consts)
+    if isinstance(value, tuple):
+        new = tuple(_replayed_param(v) for v in value)
+        return value if all(a is b for a, b in zip(new, value)) else new
+    return value
 
 
 def _batch_traced(program, args, in_batched, size):
