@@ -105,7 +105,9 @@ def pure_callback(callback, result_shape_dtypes, *args, sharding=None,
     'expand_dims' once with the batch axis in front (unbatched operands get an axis
     of length 1), 'broadcast_all' once with every operand broadcast to the batch.
     It has no derivative of its own: differentiate through fnad.custom_jvp or
-    fnad.custom_vjp, whose rules may call pure_callback too."""
+    fnad.custom_vjp, whose rules may call pure_callback too. Results are cast to the
+    declared dtypes within a kind (float64 to float32); another kind is a
+    CallbackError."""
     del sharding    # (one device per computation in fnad)
     if not callable(callback):
         raise CallbackError(f"pure_callback: the first argument must be callable, got "
