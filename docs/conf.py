@@ -25,12 +25,17 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 add_module_names = True
 nitpicky = False
+# Examples that write files (fnad.io.save's) write them in a temporary directory.
 doctest_global_setup = """
+import os, tempfile
+_cwd_before_examples = os.getcwd()
+os.chdir(tempfile.mkdtemp(prefix="fnad-doctest-"))
 import numpy as np
 import fnad
 import fnad.numpy as fnp
 from fnad import lax, nn, optim, random
 """
+doctest_global_cleanup = "os.chdir(_cwd_before_examples)"
 
 # fnad's docstrings are plain text with `code` in single backticks (the style
 # shared with its error messages), so single backticks render as code, and a bare

@@ -233,6 +233,9 @@ def build(out=None, strict=False, doctest=False, clean=False):
     Returns the HTML folder."""
     from sphinx.cmd.build import build_main
 
+    if not (SOURCE / "conf.py").exists():
+        raise SystemExit(f"python -m fnad.docs builds from a source checkout: no docs/conf.py "
+                         f"next to the package ({SOURCE})")
     out = pathlib.Path(out or SOURCE / "_build" / "html")
     doctrees = SOURCE / "_build" / "doctrees"
     if clean:
