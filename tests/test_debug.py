@@ -174,6 +174,21 @@ def test_pure_callback_vmap_methods(method):
                      "broadcast_all": [((2, 3), (2, 3))]}[method]
 
 
+def test_pure_callback_pytree_results_and_dtype_casts():
+    def host(a):
+        return {"sum": np.sum(a, dtype=np.float64), "twice": (a * 2).astype(np.float64)}
+    spec = {"sum": fnad.ShapeDtypeStruct((), np.float32),
+            "twice": fnad.ShapeDtypeStruct((3,), np.float32)}
+    out = fnad.jit(lambda a: fnad.pure_callback(host, spec, a))(fnp.asarray(X, np.float32))
+    assert out["sum"].dtype == np.float32 and out["twice"].dtype == np.float32
+    np.testing.assert_allclose(out["twice"], 2 * X)
+    np.testing.assert_allclose(out["sum"], X.sum())
+    with pytest.raises(CallbackError, match="dtype float64.*int32"):
+        fnad.pure_callback(lambda a: a * 0.5, fnad.ShapeDtypeStruct((3,), np.int32), X)
+    with pytest.raises(CallbackError, match="returned a"):
+        fnad.pure_callback(lambda a: (a, a), fnad.ShapeDtypeStruct((3,), np.float64), X)
+
+
 def test_pure_callback_errors():
     spec = fnad.ShapeDtypeStruct((3,), np.float64)
     with pytest.raises(CallbackError, match=r"shape \(2,\).*\(3,\)"):
