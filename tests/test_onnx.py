@@ -343,6 +343,17 @@ def test_round_trip_transformer_and_rnn():
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
+def test_round_trip_control_flow_and_its_gradient():
+    x = sample((3, 3), 3)
+    loaded, lp = fnad.onnx.load(fnad.onnx.export(branchy, x))
+    for v in (x, np.abs(x)):            # both sides of the cond
+        np.testing.assert_allclose(np.asarray(loaded(lp, v)), np.asarray(branchy(v)),
+                                   rtol=1e-6, atol=1e-6)
+        g = fnad.grad(lambda v: fnp.sum(branchy(v) ** 2))(v)
+        g_loaded = fnad.grad(lambda v: fnp.sum(loaded(lp, v) ** 2))(v)
+        np.testing.assert_allclose(np.asarray(g_loaded), np.asarray(g), rtol=1e-5, atol=1e-6)
+
+
 def test_torch_exported_model_loads_and_differentiates():
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)

@@ -157,15 +157,29 @@ def _if(ctx, env, cond, then_branch, else_branch):
                     lambda: _run_subgraph(ctx, env, else_branch))
 
 
+def _condition_passes_through(body):
+    """Whether the body's condition output is its condition input (through Identity
+    nodes): the loop then runs exactly its trip count."""
+    made_by = {o: n for n in body.node for o in n.output}
+    name = body.output[0].name
+    while name in made_by and made_by[name].op_type == "Identity":
+        name = made_by[name].input[0]
+    return name == body.input[1].name
+
+
 @op("Loop")
 def _loop(ctx, env, trips, cond, *initial, body):
     n_carry = len(initial)
     n_scan = len(body.output) - 1 - n_carry
-    if n_scan:
-        # Stacked per-iteration outputs need the trip count up front: a scan. The body's
-        # condition must then stay true (fnad's own exports pass it through).
-        n = ints(trips, "Loop's trip count (with scan outputs)")[0]
-        go = np.asarray(True) if cond is None else cond
+    counted = (trips is not None and not isinstance(trips, Tracer)
+               and not isinstance(cond, Tracer) and _condition_passes_through(body))
+    if counted:
+        # A fixed trip count (fori_loop, scan): lax.scan, which reverse mode can
+        # differentiate and which stacks the per-iteration outputs.
+        n = ints(trips, "Loop's trip count")[0]
+        if cond is not None and not bool(np.asarray(cond).reshape(())):
+            n = 0
+        go = np.asarray(True)
 
         def step(carry, i):
             outs = _run_subgraph(ctx, env, body, [i, go, *carry])
@@ -173,6 +187,11 @@ def _loop(ctx, env, trips, cond, *initial, body):
 
         carry, ys = lax.scan(step, list(initial), np.arange(n, dtype=np.int64))
         return list(carry) + list(ys)
+    if n_scan:
+        raise UnsupportedOperatorError(
+            "fnad.onnx.load: a Loop with per-iteration outputs whose trip count is not a "
+            "constant or whose condition can stop it early (its output length is not "
+            "known before it runs)")
     limit = np.iinfo(np.int64).max if trips is None else fnp.asarray(trips).reshape(())
     go = fnp.asarray(True) if cond is None else fnp.asarray(cond).reshape(())
 
