@@ -7,6 +7,8 @@ permutation: it recovers the permutation p by sorting (keys, iota), then sorts
 (p, g) by p, which puts g[j] back at position p[j] -- no gather or scatter, and the
 rule is itself a sort, so it differentiates again.
 """
+import math
+
 import numpy as np
 
 from ..core import Primitive
@@ -94,9 +96,21 @@ def _onnx_sort(b, *operands, dimension, num_keys):
                        for x in operands[1:]]
 
 
+def _numba_sort(args, in_avals, out, dimension, num_keys):
+    """The loop compiler's Numba code (fnad/backends/cpu/loops.py): a tuple of the
+    sorted operands, a stable sort along `dimension` as the eager kernel's; one key and
+    at most one operand carried along (np.sort, argsort)."""
+    shape = tuple(in_avals[0].shape)
+    if num_keys != 1 or len(args) > 2 or any(a.dtype.kind not in "biuf" for a in in_avals):
+        return None
+    view = (math.prod(shape[:dimension]), shape[dimension], math.prod(shape[dimension + 1:]))
+    ops = ", ".join(f"np.ascontiguousarray({a}).reshape({view!r})" for a in args)
+    return f"loop_arrays.sort{len(args)}({ops}, {shape!r})"
+
+
 sort_p = Primitive("sort", abstract_eval=_sort_shape, impl=_sort_impl,
                    jvp=_sort_jvp, vjp=_sort_vjp, batch=_sort_batch, multiple_results=True,
-                   onnx=_onnx_sort)
+                   numba_source=_numba_sort, onnx=_onnx_sort)
 
 
 def _dimension(dimension, ndim):

@@ -206,8 +206,6 @@ def _reshape_batch(x, d, new_sizes):
 def numba_reshape(args, in_avals, out, **params):
     """How the loop compiler (fnad/backends/cpu/loops.py) writes a reshape, squeeze or
     expand_dims in Numba code."""
-    if not out.shape:
-        return None
     return f"np.ascontiguousarray({args[0]}).reshape({tuple(out.shape)!r})"
 
 

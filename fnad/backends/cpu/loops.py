@@ -3,8 +3,9 @@ called from a compiled loop, so no iteration goes back to Python.
 
 A body is compilable when each of its fusion groups is (they are the same loop
 nests jit generates) and each remaining primitive declares `numba_source`, the
-Numba expression that computes it (matrix products, reshapes, transposes...).
-Otherwise, or until Numba has compiled it, the scan runs its body's compiled driver
+Numba expression that computes it (matrix products, reshapes, transposes, indexing,
+running reductions, random bits, sort...; a tuple for a multiple-result primitive),
+calling the helpers in fnad/kernels/cpu/loop_*.py. Otherwise, or until Numba has compiled it, the scan runs its body's compiled driver
 from a Python loop; compilation happens on a background thread, as for kernels.
 """
 import hashlib
@@ -79,12 +80,15 @@ def body_source(program, name="body", kernel_prefix="k"):
         e = step
         make = e.prim.numba_source
         expr = make([value(a) for a in e.inputs], [a.aval for a in e.inputs],
-                    e.outputs[0].aval, **e.params) \
-            if make is not None and not e.prim.multiple_results else None
+                    e.outputs[0].aval, **e.params) if make is not None else None
         if expr is None:
             raise _Unsupported(e.prim.name)
-        o = names[e.outputs[0]] = f"v{len(names)}"
-        lines.append(f"{o} = {expr}")
+        outs = []
+        for v in e.outputs:     # a multiple-result primitive's expression is a tuple
+            outs.append(f"v{len(names)}")
+            names[v] = outs[-1]
+        tail = "," if e.prim.multiple_results and len(outs) == 1 else ""
+        lines.append(f"{', '.join(outs)}{tail} = {expr}")
     outs = [value(a) for a in program.outputs]
     source = "\n".join([f"def {name}({', '.join(args)}):"] + ["    " + line for line in lines]
                        + [f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])

@@ -125,3 +125,38 @@ def split(keys, size):
     out = np.empty((keys.shape[0], size, 2), np.uint32)
     threefry.split(keys, out)
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _stable_order(keys):
+    """For keys (before, n, after): each lane's stable sorting permutation (numpy's
+    order: NaN last, equal keys as they came)."""
+    order = np.empty(keys.shape, np.int64)
+    for p in range(keys.shape[0]):
+        for q in range(keys.shape[2]):
+            order[p, :, q] = np.argsort(keys[p, :, q].copy(), kind="mergesort")
+    return order
+
+
+@numba.njit(cache=True, nogil=True)
+def _take(x, order):
+    out = np.empty_like(x)
+    for p in range(x.shape[0]):
+        for i in range(x.shape[1]):
+            for q in range(x.shape[2]):
+                out[p, i, q] = x[p, order[p, i, q], q]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def sort1(keys, shape):
+    """sort's one operand, viewed as (before, n, after), sorted along the middle axis
+    and returned in `shape`."""
+    return (_take(keys, _stable_order(keys)).reshape(shape),)
+
+
+@numba.njit(cache=True, nogil=True)
+def sort2(keys, values, shape):
+    """sort's keys and one operand carried along (argsort's positions, say)."""
+    order = _stable_order(keys)
+    return _take(keys, order).reshape(shape), _take(values, order).reshape(shape)
