@@ -59,6 +59,18 @@ def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0, shard=No
                 docstring); None: all of it.
     pad_shards: with shard, fill the last round by repeating examples (True) or leave
                 the remainder out (False).
+
+    Each batch has `data`'s structure, with Arrays. A given key shuffles: pass a new one
+    (or seed) each epoch.
+
+    >>> xs, ys = fnp.arange(10.0), fnp.arange(10)
+    >>> for bx, by in fnad.data.batches((xs, ys), 4, key=0):
+    ...     print(by)
+    [4 6 2 7]
+    [3 5 9 0]
+    [8 1]
+    >>> [b.shape for b in fnad.data.batches(xs, 4, drop_last=True)]
+    [(4,), (4,)]
     """
     leaves, treedef = tree_flatten(data)
     arrays = [_as_numpy(leaf, i, treedef) for i, leaf in enumerate(leaves)]
