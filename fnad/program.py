@@ -194,7 +194,8 @@ def pretty(program, indent=0, num_consts=0):
             else:
                 params.append(f"{k}={_param_str(v)}")
         head = eqn.prim.name + (f"[{', '.join(params)}]" if params else "")
-        lines.append(f"{pad}    {outs} = {head} " + " ".join(name(a) for a in eqn.inputs))
+        bound = f"{outs} = " if outs else ""      # (an effect may have no outputs)
+        lines.append(f"{pad}    {bound}{head} " + " ".join(name(a) for a in eqn.inputs))
         for k, sub in nested:
             lines.append(f"{pad}      {k}=")
             lines.append(pretty(sub, indent + 8))

@@ -93,6 +93,7 @@ def test_effects_are_kept_and_ordered_by_the_optimizer():
         return x
     jaxpr = fnad.make_jaxpr(f)(1.0)
     assert [e.prim.name for e in jaxpr.program.eqns].count("debug_callback") == 2
+    assert "\n    debug_callback[callback=<lambda>] " in str(jaxpr)     # no outputs, no "="
     fnad.jit(f)(fnp.float32(3.0))
     assert seen == [("a", 6.0), ("b", 6.0)]
 
