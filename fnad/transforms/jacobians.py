@@ -99,7 +99,16 @@ def _zeros_jacobian(flat_out, tree_out, flat_in, tree_in):
 
 def jacfwd(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable[..., Any]:
-    """The Jacobian of fun by forward mode: jvp vmapped over the input's unit vectors."""
+    """The Jacobian of fun by forward mode: jvp vmapped over the input's unit vectors.
+
+    Cheaper than jacrev when fun has fewer inputs than outputs. The result has the
+    output's shape followed by the input's (per pytree leaf). As jax.jacfwd.
+
+    >>> f = lambda x: fnp.stack([x[0] * x[1], x[0] ** 2])
+    >>> fnad.jacfwd(f)(fnp.asarray([2.0, 3.0]))
+    Array([[3., 2.],
+           [4., 0.]], dtype=float32)
+    """
     return _jacfwd(fun, argnums, has_aux, "jacfwd", holomorphic)
 
 
@@ -138,7 +147,16 @@ def _jacfwd(fun, argnums, has_aux, name, holomorphic=False):
 def jacrev(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
            holomorphic: bool = False) -> Callable[..., Any]:
     """The Jacobian of fun by reverse mode: one forward pass, its pullback vmapped
-    over the output's unit vectors."""
+    over the output's unit vectors.
+
+    Cheaper than jacfwd when fun has fewer outputs than inputs; the same layout as
+    jacfwd's result. As jax.jacrev (fnad.jacobian is the same function).
+
+    >>> f = lambda x: fnp.stack([x[0] * x[1], x[0] ** 2])
+    >>> fnad.jacrev(f)(fnp.asarray([2.0, 3.0]))
+    Array([[3., 2.],
+           [4., 0.]], dtype=float32)
+    """
     return _jacrev(fun, argnums, has_aux, "jacrev", holomorphic)
 
 
@@ -169,6 +187,11 @@ def _jacrev(fun, argnums, has_aux, name, holomorphic=False):
 
 def hessian(fun: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False,
             holomorphic: bool = False) -> Callable[..., Any]:
-    """The matrix of second derivatives: jacfwd of jacrev."""
+    """The matrix of second derivatives: jacfwd of jacrev.
+
+    >>> fnad.hessian(lambda x: fnp.sum(x ** 3))(fnp.asarray([1.0, 2.0]))
+    Array([[ 6.,  0.],
+           [ 0., 12.]], dtype=float32)
+    """
     return _jacfwd(_jacrev(fun, argnums, has_aux, "hessian", holomorphic), argnums, has_aux,
                    "hessian", holomorphic)
