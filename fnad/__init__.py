@@ -43,7 +43,8 @@ from .ad_checkpoint import checkpoint, remat  # noqa: E402,F401
 from ._api import (  # noqa: E402,F401
     float0, linearize, linear_transpose, closure_convert, device_get, default_backend,
     device_count, local_devices, local_device_count, process_count, process_index, typeof,
-    disable_jit, enable_x64, log_compiles, explain_cache_misses, named_call, named_scope,
+    disable_jit, enable_x64, log_compiles, explain_cache_misses, debug_nans, named_call,
+    named_scope,
     ensure_compile_time_eval)
 from . import debug  # noqa: E402,F401
 from . import onnx  # noqa: E402,F401  (imports the onnx package only when called)

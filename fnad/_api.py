@@ -169,6 +169,12 @@ def explain_cache_misses(enable=True):
     return _flag("explain_cache_misses", enable)
 
 
+def debug_nans(enable=True):
+    """with fnad.debug_nans(): a jitted function returning a NaN raises NaNError at the
+    primitive that made it (config.debug_nans)."""
+    return _flag("debug_nans", enable)
+
+
 def named_call(fun, *, name=None):
     """`fun` under a name in JAX's profiles; fnad has no such profiles, so it is `fun`
     itself, run unchanged."""

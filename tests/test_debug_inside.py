@@ -250,3 +250,13 @@ def test_debug_nans_names_the_primitive_and_the_line(monkeypatch):
 def test_debug_nans_off_returns_the_nan():
     out = fnad.jit(negative_log)(fnp.asarray(np.array([1.0])))
     assert np.isnan(np.asarray(out)).all()
+    with fnad.debug_nans():
+        with pytest.raises(NaNError, match="'log'"):
+            fnad.jit(negative_log)(fnp.asarray(np.array([1.0])))
+    assert config.debug_nans is False
+    config.update("jax_debug_nans", True)
+    try:
+        with pytest.raises(NaNError, match="'log'"):
+            fnad.jit(negative_log)(fnp.asarray(np.array([1.0])))
+    finally:
+        config.update("jax_debug_nans", False)
