@@ -19,7 +19,7 @@ import fnad.onnx  # noqa: E402
 from fnad import lax, nn, random  # noqa: E402
 from fnad.demo import MODELS  # noqa: E402
 from fnad.errors import (  # noqa: E402
-    DynamicAxisError, UnsupportedOperatorError, UnsupportedPrimitiveError)
+    DynamicAxisError, FileFormatError, UnsupportedOperatorError, UnsupportedPrimitiveError)
 from fnad.tree_util import tree_leaves  # noqa: E402
 
 RNG = np.random.default_rng(0)
@@ -300,6 +300,13 @@ def test_unsupported_operators_listed_at_load():
                                helper.make_node("Shrink", ["r"], ["y"])], "g", [x], [y])
     with pytest.raises(UnsupportedOperatorError, match="2 ONNX operator.*Hardmax, Shrink"):
         fnad.onnx.load(helper.make_model(graph))
+
+
+def test_corrupt_model_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "broken.onnx"
+    path.write_bytes(b"\x08\x07\x12\xffnot a model")
+    with pytest.raises(FileFormatError, match="broken.onnx"):
+        fnad.onnx.load(path)
 
 
 # --------------------------------------------------------------------------- load

@@ -15,7 +15,7 @@ from onnx import numpy_helper
 
 from .. import numpy as fnp
 from .._api import ensure_compile_time_eval
-from ..errors import UnsupportedOperatorError
+from ..errors import FileFormatError, UnsupportedOperatorError
 from .operators import OPERATORS, Context
 from . import network_ops  # noqa: F401  (registers the network and control-flow operators)
 
@@ -26,7 +26,14 @@ def load(path_or_model):
     of its outputs when it has several; params holds its floating-point initializers."""
     model = path_or_model
     if not isinstance(model, onnx.ModelProto):
-        model = onnx.load(os.fspath(path_or_model))
+        path = os.fspath(path_or_model)
+        try:
+            model = onnx.load(path)
+        except OSError:
+            raise       # a missing or unreadable file: the OS's own error says it best
+        except Exception as err:   # noqa: BLE001 - protobuf's DecodeError and kin
+            raise FileFormatError(path, f"fnad.onnx.load: not a valid ONNX model "
+                                        f"({type(err).__name__}: {err})") from None
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     missing = sorted(_unsupported(model.graph))
     if missing:
