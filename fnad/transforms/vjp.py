@@ -140,8 +140,10 @@ class VJPTrace(Trace):
     def process_concrete(self, prim, args, params):
         """process when the parent is plain evaluation. The tape keeps the raw numpy
         values, so the backward pass (if it too runs outside any transform) works on
-        numpy end to end: each rule op is a numpy call, not a dispatch."""
-        if len(args) == 1:      # unrolled for the common arities: this runs per op
+        numpy end to end: each rule op is a numpy call, not a dispatch. This runs per
+        op in eager grad: unrolled for one and two operands, one statement per tracer
+        field (cheaper than a tuple assignment), no `**{}` when there are no params."""
+        if len(args) == 1:
             a, = args
             if not (type(a) is VJPTracer and a._trace is self):
                 return prim.eval(args, params)
@@ -152,11 +154,11 @@ class VJPTrace(Trace):
             own_b = type(b) is VJPTracer and b._trace is self
             if not (own_a or own_b):
                 return prim.eval(args, params)
-            # _raw(), inlined
-            values = (a.out if own_a else a._value if type(a) is Array else host_operand(a),
-                      b.out if own_b else b._value if type(b) is Array else host_operand(b))
-            if values[0] is None or values[1] is None:
+            va = a.out if own_a else a._value if type(a) is Array else host_operand(a)
+            vb = b.out if own_b else b._value if type(b) is Array else host_operand(b)
+            if va is None or vb is None:
                 return VJPTrace.process(self, prim, args, params)
+            values = va, vb
             parents = (a if own_a else None, b if own_b else None)
             needed = (own_a, own_b)
         else:
@@ -168,7 +170,7 @@ class VJPTrace(Trace):
                 return VJPTrace.process(self, prim, args, params)
             parents = tuple(a if own else None for a, own in zip(args, needed))
         try:    # the kernel, called here rather than through one more frame
-            out = prim.impl(*values, **params)
+            out = prim.impl(*values, **params) if params else prim.impl(*values)
         except (ValueError, TypeError, IndexError):
             prim.explain_failure(args, params)
             raise
@@ -179,16 +181,24 @@ class VJPTrace(Trace):
         if type(out) is not np.ndarray:
             out = np.asarray(out)
         dtype = out.dtype
+        rule = prim.vjp
         # dtype.kind first: kind_of (bfloat16's "V" is a float) costs a call per op
-        if (dtype.kind not in "fc" and dtype_kind(dtype) not in "fc") \
-                or prim.vjp is no_derivative:
+        if (dtype.kind not in "fc" and dtype_kind(dtype) not in "fc") or rule is no_derivative:
             return wrap(out)
-        # _tracer(), inlined
-        t = _new(VJPTracer)
-        t._trace, t.out, t._primal, t.node, t.index = self, out, None, None, None
-        t.rule, t.params, t.args, t.parents = prim.vjp, params, values, parents
+        t = _new(VJPTracer)     # _tracer(), inlined
+        t._trace = self
+        t.out = out
+        t._primal = None
+        t.node = None
+        t.index = None
+        t.rule = rule
+        t.params = params
+        t.args = values
+        t.parents = parents
         t.needed = needed if prim.selective_vjp else None
-        t.shape, t.dtype, t.ct = out.shape, dtype, None
+        t.shape = out.shape
+        t.dtype = dtype
+        t.ct = None
         self.tape.append(t)
         return t
 
@@ -231,11 +241,13 @@ def backward(tape, seeds):
             if node.rule is None:
                 grads[id(node)] = ct
                 continue
-            if node.needed is not None:
-                arg_cts = node.rule(ct, node.out, *node.args, needed=node.needed,
-                                    **node.params)
+            needed, params = node.needed, node.params
+            if needed is not None:
+                arg_cts = node.rule(ct, node.out, *node.args, needed=needed, **params) \
+                    if params else node.rule(ct, node.out, *node.args, needed=needed)
             else:
-                arg_cts = node.rule(ct, node.out, *node.args, **node.params)
+                arg_cts = node.rule(ct, node.out, *node.args, **params) if params else \
+                    node.rule(ct, node.out, *node.args)
             for parent, c in zip(node.parents, arg_cts):
                 if parent is not None and c is not None:
                     if parent.node is None:     # _accumulate, inlined for one result
