@@ -337,8 +337,11 @@ def recompute_cheap_elementwise(closed):
         if not _elementwise(e):
             k += 1
         else:
-            inputs = [a if isinstance(a, Literal) or anchor(a, k, 1)
-                      or not copyable(a, k, 1) else copy(a, k, 1) for a in e.inputs]
+            # (a copy of another shape would split the consumer's fusion group)
+            shape = e.outputs[0].aval.shape
+            inputs = [a if isinstance(a, Literal) or a.aval.shape != shape
+                      or anchor(a, k, 1) or not copyable(a, k, 1) else copy(a, k, 1)
+                      for a in e.inputs]
             if any(x is not a for x, a in zip(inputs, e.inputs)):
                 e = Equation(e.prim, inputs, e.outputs, e.params)
                 changed = True
