@@ -289,22 +289,48 @@ def test_loop_gemm_reads_any_layout(dtype):
                                    rtol=tol, atol=tol)
 
 
-def test_an_unsupported_body_falls_back_and_says_why(compiled_loops):
-    """A body with a primitive that has no compiled form (a nested cond) stays a
-    Python loop over its compiled body, with the right numbers and the reason
-    recorded."""
-    xs = fnp.asarray(np.random.default_rng(2).normal(size=(4, 5)))
+def test_a_nested_cond_compiles_into_the_loop(compiled_loops, monkeypatch):
+    """lax.cond (and a three-way switch) inside a scan body: branches become functions
+    the loop calls, with the Python loop's numbers."""
+    xs = fnp.asarray(np.random.default_rng(2).normal(size=(6, 5)))
 
     def f(xs):
         def step(c, x):
-            return c + lax.cond(x[0] > 0, lambda v: v.sum(), lambda v: -v.max(), x), None
-        return lax.scan(step, fnp.zeros((), xs.dtype), xs)[0]
-    got = float(fnad.jit(f)(xs))
-    want = sum(x.sum() if x[0] > 0 else -x.max() for x in np.asarray(xs))
-    np.testing.assert_allclose(got, want, rtol=1e-14)
-    # The scan fell back, naming the cond (which itself compiles, as a branch choice).
+            c = c + lax.cond(x[0] > 0, lambda v: v.sum(), lambda v: -v.max(), x)
+            k = (x[1] * 3).astype(np.int32)
+            return lax.switch(k, [lambda v: v * 2, lambda v: v - 1, lambda v: v / 4], c), c
+        return lax.scan(step, fnp.zeros((), xs.dtype), xs)
+    got = fnad.jit(f)(xs)
+    assert_all_compiled(compiled_loops)
+    c, trail = 0.0, []
+    for x in np.asarray(xs):
+        c = c + (x.sum() if x[0] > 0 else -x.max())
+        trail.append(c)
+        k = min(max(int(np.int32(x[1] * 3)), 0), 2)
+        c = [c * 2, c - 1, c / 4][k]
+    np.testing.assert_allclose(float(got[0]), c, rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(got[1]), trail, rtol=1e-13)
+    _python_loops(monkeypatch)
+    py = fnad.jit(f)(xs)
+    np.testing.assert_array_equal(np.asarray(py[1]), np.asarray(got[1]))
+
+
+def test_an_unsupported_body_falls_back_and_says_why(compiled_loops):
+    """A body with a primitive that has no compiled form (a Cholesky factorization)
+    stays a Python loop over its compiled body, with the right numbers and the
+    reason recorded."""
+    rng = np.random.default_rng(2)
+    a = rng.normal(size=(4, 3, 3))
+    spd = fnp.asarray(a @ a.transpose(0, 2, 1) + 3 * np.eye(3))
+
+    def f(spd):
+        return lax.scan(lambda c, m: (c + fnp.linalg.cholesky(m).sum(), None),
+                        fnp.zeros((), spd.dtype), spd)[0]
+    got = float(fnad.jit(f)(spd))
+    np.testing.assert_allclose(got, np.linalg.cholesky(np.asarray(spd)).sum(), rtol=1e-13)
     entries = [e for t in compiled_loops.values() for e in t.values()]
-    assert [e.reason for e in entries if not e.ready] == ["_Unsupported: cond"]
+    assert entries and not any(e.ready for e in entries)
+    assert "cholesky" in entries[0].reason
 
 
 def test_running_reductions_iota_and_random_draws_compile(compiled_loops, monkeypatch):

@@ -32,9 +32,11 @@ class _Unsupported(Exception):
     pass
 
 
-def body_source(program, name="body", kernel_prefix="k"):
+def body_source(program, name="body", kernel_prefix="k", nested=None):
     """(source of `def <name>(args) -> tuple`, the kernel sources it calls, which the
-    source names <kernel_prefix>0, <kernel_prefix>1, ...)."""
+    source names <kernel_prefix>0, <kernel_prefix>1, ...). A cond in the program
+    calls one function per branch: (name, branch program) pairs appended to
+    `nested`, for the caller to define (without `nested`, a cond is unsupported)."""
     if any(v.aval.dtype == np.float16 for v in _variables(program)):
         # Numba's cpu target has no float16 arrays, and inside a compiled loop there
         # is no driver to pass them as bits: the loop stays in Python, its body's
@@ -78,6 +80,9 @@ def body_source(program, name="body", kernel_prefix="k"):
             lines += rounding
             continue
         e = step
+        if e.prim.name == "cond" and nested is not None:
+            lines += _cond_lines(e, name, nested, value, names)
+            continue
         make = e.prim.numba_source
         expr = make([value(a) for a in e.inputs], [a.aval for a in e.inputs],
                     e.outputs[0].aval, **e.params) if make is not None else None
@@ -93,6 +98,30 @@ def body_source(program, name="body", kernel_prefix="k"):
     source = "\n".join([f"def {name}({', '.join(args)}):"] + ["    " + line for line in lines]
                        + [f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])
     return source + "\n", kernels
+
+
+def _cond_lines(e, name, nested, value, names):
+    """A cond as an if/elif chain over calls of its branches' functions."""
+    branches = e.params["branches"]
+    calls = []
+    for b in branches:
+        calls.append(f"{name}_branch{len(nested)}")
+        nested.append((calls[-1], b))
+    outs = []
+    for v in e.outputs:
+        outs.append(f"v{len(names)}")
+        names[v] = outs[-1]
+    target = f"{', '.join(outs)}, = " if outs else ""
+    ops = ", ".join(value(a) for a in e.inputs[1:])
+    choice = f"c{len(names)}"
+    lines = [f"{choice} = min(max(np.int64(np.asarray({value(e.inputs[0])}).item()), 0), "
+             f"{len(branches) - 1})"]
+    for k, call in enumerate(calls):
+        if len(calls) > 1:
+            lines.append("else:" if k == len(calls) - 1 else
+                         f"{'if' if k == 0 else 'elif'} {choice} == {k}:")
+        lines.append(("    " if len(calls) > 1 else "") + f"{target}{call}({ops})")
+    return lines
 
 
 def _own_group(step):
@@ -157,11 +186,14 @@ JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
 
 def _functions(programs):
     """Source defining one njit function per (name, program), and their kernels."""
-    parts, kernel_lines = [], []
-    for i, (name, program) in enumerate(programs):
-        source, kernel_sources = body_source(program, name, f"k{i}_")
+    parts, kernel_lines, programs = [], [], list(programs)
+    i = 0
+    while i < len(programs):        # the list grows by the branches of nested conds
+        name, program = programs[i]
+        source, kernel_sources = body_source(program, name, f"k{i}_", programs)
         kernel_lines += [f"k{i}_{j} = load_kernel({s!r})\n" for j, s in enumerate(kernel_sources)]
         parts.append(JIT + source)
+        i += 1
     return "".join(kernel_lines) + "\n\n" + "\n\n".join(parts)
 
 
