@@ -227,6 +227,13 @@ def search_index_names(html_dir):
             for entry in entries}
 
 
+def _sources_changed_since(environment):
+    if not environment.exists():
+        return False
+    built = environment.stat().st_mtime
+    return any(path.stat().st_mtime > built for path in (ROOT / "fnad").rglob("*.py"))
+
+
 def build(out=None, strict=False, doctest=False, clean=False):
     """Generate the pages and build HTML into `out` (docs/_build/html); `strict` turns
     warnings into errors, `doctest` runs every `>>>` example after the HTML build.
@@ -246,6 +253,8 @@ def build(out=None, strict=False, doctest=False, clean=False):
     write_markdown_pages()
     write_readme_pages()
     flags = ["-q", "-d", str(doctrees)] + (["-W", "--keep-going"] if strict else [])
+    if _sources_changed_since(doctrees / "environment.pickle"):
+        flags.append("-E")  # Sphinx does not see docstrings change: read everything
     jobs = ["-j", str(max(1, min(4, os.cpu_count() or 1)))]
     if build_main(["-b", "html", *flags, *jobs, str(SOURCE), str(out)]):
         raise SystemExit("the HTML build failed (warnings above)")
