@@ -361,6 +361,48 @@ def test_round_trip_control_flow_and_its_gradient():
         np.testing.assert_allclose(np.asarray(g_loaded), np.asarray(g), rtol=1e-5, atol=1e-6)
 
 
+def test_loaded_operators_match_onnxruntime():
+    """Operators exported models of other frameworks use (PRelu, HardSigmoid, HardSwish,
+    Selu, Split, Trilu, the L1/L2/sum-square/log-sum-exp reductions, Scan along axis 1
+    backwards), each against ONNX Runtime on the same hand-built graph."""
+    from onnx import TensorProto, helper
+    f32 = TensorProto.FLOAT
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "e"], ["s2"]), helper.make_node("Mul", ["s2", "e"], ["y"])],
+        "body", [helper.make_tensor_value_info(n, f32, [3]) for n in ("s", "e")],
+        [helper.make_tensor_value_info(n, f32, [3]) for n in ("s2", "y")])
+    nodes = [
+        helper.make_node("PRelu", ["x", "slope"], ["a"]),
+        helper.make_node("HardSigmoid", ["x"], ["b"], alpha=0.3),
+        helper.make_node("HardSwish", ["x"], ["c"]),
+        helper.make_node("Selu", ["x"], ["d"]),
+        helper.make_node("Split", ["x", "sizes"], ["e1", "e2"], axis=1),
+        helper.make_node("Trilu", ["x", "k"], ["f"], upper=0),
+        helper.make_node("ReduceL2", ["x", "axes"], ["g"], keepdims=0),
+        helper.make_node("ReduceLogSumExp", ["x", "axes"], ["h"], keepdims=1),
+        helper.make_node("ReduceSumSquare", ["x", "axes"], ["i"], keepdims=0),
+        helper.make_node("ReduceL1", ["x", "axes"], ["j"], keepdims=0),
+        helper.make_node("Scan", ["init", "x"], ["state", "ys"], body=body, num_scan_inputs=1,
+                         scan_input_axes=[1], scan_input_directions=[1], scan_output_axes=[1])]
+    outs = ["a", "b", "c", "d", "e1", "e2", "f", "g", "h", "i", "j", "state", "ys"]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", f32, [3, 4]),
+                     helper.make_tensor_value_info("init", f32, [3])],
+        [helper.make_value_info(o, helper.make_tensor_type_proto(f32, None)) for o in outs],
+        initializer=[helper.make_tensor("slope", f32, [4], [0.1, 0.2, 0.3, 0.4]),
+                     helper.make_tensor("sizes", TensorProto.INT64, [2], [1, 3]),
+                     helper.make_tensor("k", TensorProto.INT64, [], [1]),
+                     helper.make_tensor("axes", TensorProto.INT64, [1], [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    x, init = 3 * sample((3, 4), 3), np.ones(3, np.float32)
+    want = ort.InferenceSession(model.SerializeToString(), providers=[
+        "CPUExecutionProvider"]).run(None, {"x": x, "init": init})
+    apply, params = fnad.onnx.load(model)
+    for name, got, w in zip(outs, apply(params, x, init), want):
+        np.testing.assert_allclose(np.asarray(got), w, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
 def test_torch_exported_model_loads_and_differentiates():
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)

@@ -75,6 +75,7 @@ def run_graph(ctx, graph, env):
     for node in graph.node:
         args = [env[i] if i else None for i in node.input]
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        ctx.outputs = len(node.output)
         if all(a is None or isinstance(a, np.ndarray) for a in args) and not any(
                 a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
                 for a in node.attribute):

@@ -207,3 +207,27 @@ def _loop(ctx, env, trips, cond, *initial, body):
     _, _, carry = lax.while_loop(keep_going, step,
                                  (fnp.asarray(0, np.int64), go, list(initial)))
     return list(carry)
+
+
+@op("Scan")
+def _scan(ctx, env, *args, body, num_scan_inputs, scan_input_axes=None,
+          scan_input_directions=None, scan_output_axes=None, scan_output_directions=None):
+    n_state = len(args) - num_scan_inputs
+    states, xs = list(args[:n_state]), list(args[n_state:])
+    in_axes = list(scan_input_axes or [0] * len(xs))
+    in_dirs = list(scan_input_directions or [0] * len(xs))
+    # Each scanned input with its scan axis first, reversed where it runs backwards.
+    xs = [fnp.moveaxis(x, a, 0) for x, a in zip(xs, in_axes)]
+    xs = [fnp.flip(x, 0) if d else x for x, d in zip(xs, in_dirs)]
+
+    def step(carry, slices):
+        outs = _run_subgraph(ctx, env, body, [*carry, *slices])
+        return list(outs[:n_state]), list(outs[n_state:])
+
+    carry, ys = lax.scan(step, states, xs)
+    n_out = len(ys)
+    out_axes = list(scan_output_axes or [0] * n_out)
+    out_dirs = list(scan_output_directions or [0] * n_out)
+    ys = [fnp.flip(y, 0) if d else y for y, d in zip(ys, out_dirs)]
+    ys = [fnp.moveaxis(y, 0, a) for y, a in zip(ys, out_axes)]
+    return list(carry) + ys

@@ -22,9 +22,13 @@ OPERATORS = {}
 
 
 class Context:
+    """What an operator may need beyond its inputs: the model's opset, the graph runner
+    (for subgraphs), and how many outputs the node being run has (Split)."""
+
     def __init__(self, opset, run_graph):
         self.opset = opset
         self.run_graph = run_graph
+        self.outputs = 1
 
 
 def op(*names):
@@ -128,6 +132,26 @@ def _clip(ctx, env, x, lo=None, hi=None, min=None, max=None):  # noqa: A002 (ops
     if hi is not None:
         x = fnp.minimum(x, fnp.asarray(hi, fnp.asarray(x).dtype))
     return x
+
+
+@op("PRelu")
+def _prelu(ctx, env, x, slope):
+    return fnp.where(x < 0, slope * x, x)
+
+
+@op("HardSigmoid")
+def _hard_sigmoid(ctx, env, x, alpha=0.2, beta=0.5):
+    return fnp.clip(alpha * x + beta, 0, 1)
+
+
+@op("HardSwish")
+def _hard_swish(ctx, env, x):
+    return x * fnp.clip(x / 6 + 0.5, 0, 1)
+
+
+@op("Selu")
+def _selu(ctx, env, x, alpha=1.67326319217681884765625, gamma=1.05070102214813232421875):
+    return gamma * fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0)))
 
 
 @op("LeakyRelu")
@@ -349,10 +373,46 @@ def _reduction(fn, since):
     return rule
 
 
+def _sum_of(transform, finish=None):
+    def fn(x, axis, keepdims):
+        out = fnp.sum(transform(x), axis=axis, keepdims=keepdims)
+        return finish(out) if finish else out
+    return fn
+
+
+def _logsumexp(x, axis, keepdims):
+    top = lax.stop_gradient(fnp.max(x, axis=axis, keepdims=True))
+    top = fnp.where(fnp.isfinite(top), top, 0)
+    out = fnp.log(fnp.sum(fnp.exp(x - top), axis=axis, keepdims=True)) + top
+    return out if keepdims else fnp.squeeze(out, axis)
+
+
 OPERATORS.update({
     "ReduceSum": _reduction(fnp.sum, 13), "ReduceMean": _reduction(fnp.mean, 18),
     "ReduceMax": _reduction(fnp.max, 18), "ReduceMin": _reduction(fnp.min, 18),
-    "ReduceProd": _reduction(fnp.prod, 18)})
+    "ReduceProd": _reduction(fnp.prod, 18),
+    "ReduceL1": _reduction(_sum_of(fnp.abs), 18),
+    "ReduceL2": _reduction(_sum_of(lambda x: x * x, fnp.sqrt), 18),
+    "ReduceSumSquare": _reduction(_sum_of(lambda x: x * x), 18),
+    "ReduceLogSumExp": _reduction(_logsumexp, 18)})
+
+
+@op("Split")
+def _split(ctx, env, x, split=None, axis=0, num_outputs=None, **attrs):
+    sizes = ints(split, "Split's sizes") if split is not None else attrs.get("split")
+    n = fnp.shape(x)[axis]
+    if sizes is None:
+        count = num_outputs or ctx.outputs
+        step = -(-n // count)
+        sizes = [min(step, n - k * step) for k in range(count)]
+    cuts = np.cumsum(sizes)[:-1].tolist()
+    return fnp.split(x, cuts, axis=axis)
+
+
+@op("Trilu")
+def _trilu(ctx, env, x, k=None, upper=1):
+    k = 0 if k is None else ints(k, "Trilu's k")[0]
+    return fnp.triu(x, k) if upper else fnp.tril(x, k)
 
 
 def _arg(fn):
