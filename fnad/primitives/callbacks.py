@@ -46,19 +46,25 @@ class HostFunction:
 
 class PerExample(HostFunction):
     """A callback vmap has batched: called once per example, with that example's slice
-    of each batched operand (batch axes moved to the front) and unbatched ones whole."""
-    __slots__ = ("inner", "batched", "size")
+    of each batched operand (batch axes moved to the front) and unbatched ones whole.
+    With `out_avals` (a pure_callback's batched results) the examples' results are
+    stacked along a new leading axis."""
+    __slots__ = ("inner", "batched", "size", "out_avals")
 
-    def __init__(self, inner, batched, size):
-        super().__init__(self._each, inner.name)
+    def __init__(self, inner, batched, size, out_avals=None):
+        super().__init__(self._each if out_avals is None else self._stacked, inner.name)
         self.inner, self.batched, self.size = inner, tuple(batched), size
+        self.out_avals = out_avals
 
     def _each(self, *values):
-        results = []
-        for i in range(self.size):
-            results.append(self.inner.fun(*[v[i] if b else v
-                                            for v, b in zip(values, self.batched)]))
-        return results
+        return [self.inner.fun(*[v[i] if b else v for v, b in zip(values, self.batched)])
+                for i in range(self.size)]
+
+    def _stacked(self, *values):
+        per_example = self._each(*values)
+        return [np.stack([np.asarray(r[k]) for r in per_example]) if per_example
+                else np.empty(aval.shape, aval.dtype)
+                for k, aval in enumerate(self.out_avals)]
 
 
 # --------------------------------------------------------------------------- debug_callback
@@ -143,8 +149,7 @@ def _pure_batch(args, batch_dims, callback, result_avals, vmap_method):
     batched = [d is not None for d in batch_dims]
     out_avals = tuple(ShapedArray((size, *a.shape), a.dtype) for a in result_avals)
     if vmap_method == "sequential":
-        fun = PerExample(callback, batched, size)
-        fun.fun = _stacked(fun._each, out_avals)
+        fun = PerExample(callback, batched, size, out_avals)
     else:
         fill = 1 if vmap_method == "expand_dims" else size
         moved = [a if b else broadcast_batch(a, fill) for a, b in zip(moved, batched)]
@@ -152,14 +157,6 @@ def _pure_batch(args, batch_dims, callback, result_avals, vmap_method):
     outs = pure_callback_p.bind(*moved, callback=fun, result_avals=out_avals,
                                 vmap_method=vmap_method)
     return outs, [0] * len(outs)
-
-
-def _stacked(each, out_avals):
-    def stacked(*values):
-        per_example = each(*values)
-        return [np.stack([np.asarray(r[k]) for r in per_example]) if per_example
-                else np.empty(aval.shape, aval.dtype) for k, aval in enumerate(out_avals)]
-    return stacked
 
 
 pure_callback_p = Primitive(
