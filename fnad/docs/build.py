@@ -253,10 +253,10 @@ def build(out=None, strict=False, doctest=False, clean=False):
     write_markdown_pages()
     write_readme_pages()
     flags = ["-q", "-d", str(doctrees)] + (["-W", "--keep-going"] if strict else [])
-    if _sources_changed_since(doctrees / "environment.pickle"):
-        flags.append("-E")  # Sphinx does not see docstrings change: read everything
+    # Sphinx does not notice a docstring change: after one, read every page again.
+    fresh = ["-E"] if _sources_changed_since(doctrees / "environment.pickle") else []
     jobs = ["-j", str(max(1, min(4, os.cpu_count() or 1)))]
-    if build_main(["-b", "html", *flags, *jobs, str(SOURCE), str(out)]):
+    if build_main(["-b", "html", *flags, *fresh, *jobs, str(SOURCE), str(out)]):
         raise SystemExit("the HTML build failed (warnings above)")
     missing = [t for t in SEARCH_TERMS if t not in search_index_names(out)]
     if missing:
