@@ -88,7 +88,10 @@ def to_dot(closed, name="function"):
              '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", '
              'fontname="Helvetica", fontsize=11];',
              '  edge [fontname="Helvetica", fontsize=9, color="#555555"];']
-    equations, groups = writer.program(program, lines, "  ", num_consts, top=True)
+    equations, groups = writer.program(program, lines, "  ", num_consts)
+    # Edges last, at the top level: an edge written inside a cluster would make both
+    # its ends members of that cluster (a library call drawn inside a fused box).
+    lines += ["  " + edge for edge in writer.edges]
     lines.append("}")
     return "\n".join(lines) + "\n", equations, groups
 
@@ -97,12 +100,13 @@ class _Writer:
     def __init__(self):
         self.count = 0
         self.clusters = 0
+        self.edges = []
 
     def fresh(self, prefix):
         self.count += 1
         return f"{prefix}{self.count}"
 
-    def program(self, program, lines, pad, num_consts=0, top=False):
+    def program(self, program, lines, pad, num_consts=0):
         source = {}     # var -> node id that produced it
         for i, v in enumerate(program.invars):
             node = self.fresh("in")
@@ -127,8 +131,8 @@ class _Writer:
                 lines.append(f"{inner}{node} [label={_quote(_label(e))}];")
                 for a in e.inputs:
                     if not isinstance(a, Literal) and a in source:
-                        lines.append(f"{pad}{source[a]} -> {node} "
-                                     f"[label={_quote(str(a.aval))}];")
+                        self.edges.append(f"{source[a]} -> {node} "
+                                          f"[label={_quote(str(a.aval))}];")
                 for o in e.outputs:
                     source[o] = node
                 self.nested(e, node, lines, pad)
@@ -141,7 +145,7 @@ class _Writer:
             if isinstance(a, Literal):
                 lines.append(f'{pad}{node} [label={_quote(f"output {i} = {a!r}")}];')
             else:
-                lines.append(f"{pad}{source[a]} -> {node} [label={_quote(str(a.aval))}];")
+                self.edges.append(f"{source[a]} -> {node} [label={_quote(str(a.aval))}];")
         return len(program.eqns), groups
 
     def nested(self, e, node, lines, pad):
@@ -157,7 +161,7 @@ class _Writer:
                 self.program(sub, lines, pad + "  ")
                 lines.append(f"{pad}}}")
                 if sub.invars:
-                    lines.append(f"{pad}{node} -> in{first} [style=dotted, arrowhead=none];")
+                    self.edges.append(f"{node} -> in{first} [style=dotted, arrowhead=none];")
 
 
 def _programs(value):

@@ -66,6 +66,14 @@ def test_draw_without_graphviz_gives_dot_with_a_hint(mlp, monkeypatch):
     assert len(nodes) == equations == picture.equations
     assert picture.dot.count("subgraph cluster_fused") == groups == picture.fused_groups > 3
     assert 'label="float32[256,1024]"' in picture.dot    # edges carry shape and dtype
+    # a box holds its fused equations only: no edge inside it (Graphviz would pull the
+    # edge's other end, a library call, into the box), and no library call
+    lines = picture.dot.splitlines()
+    for start in [i for i, ln in enumerate(lines) if "subgraph cluster_fused" in ln]:
+        end = next(i for i in range(start, len(lines)) if lines[i].strip() == "}")
+        box = lines[start + 1:end]
+        assert not any("->" in ln for ln in box)
+        assert not any("dot_general" in ln or "scatter" in ln for ln in box)
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz's dot is not installed")
