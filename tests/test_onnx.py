@@ -290,6 +290,17 @@ def test_sizes_as_numbers_follow_the_axis_or_pin_it():
     x = sample((4, 3), 4)
     np.testing.assert_allclose(ort_run(model, {"x": x})[0], np.asarray(f(x)), atol=1e-6)
 
+    def first_rows(x):      # 4 rows, though the example has 4: not "the whole axis"
+        return x[:4, 1:]
+    model = fnad.onnx.export(first_rows, x, dynamic_axes={"x": [0]})
+    x6 = sample((6, 3), 6)
+    np.testing.assert_array_equal(ort_run(model, {"x": x6})[0], np.asarray(first_rows(x6)))
+    with pytest.raises(DynamicAxisError, match="no-op at the example's size"):
+        fnad.onnx.export(lambda x: x[:4], x, dynamic_axes={"x": [0]})
+    with pytest.raises(DynamicAxisError, match="equation scan .* its length"):
+        fnad.onnx.export(lambda x: lax.fori_loop(0, x.shape[0], lambda i, c: c + 1.0, x[0]),
+                         x, dynamic_axes={"x": [0]})
+
 
 def test_unsupported_operators_listed_at_load():
     from onnx import TensorProto, helper

@@ -144,6 +144,10 @@ class Builder:
     def out_dims(self, i=0):
         return self.dims[self.eqn.outputs[i]]
 
+    def moves(self, param):
+        """Whether `param` of the equation being lowered changes with a dynamic size."""
+        return param in self.varying.get(self.eqn, ())
+
     def cover(self, *params):
         """Declare that this rule reads `params` only through shapes it asks for, so
         they may move with a symbolic size."""

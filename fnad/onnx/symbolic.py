@@ -79,7 +79,9 @@ def align(base, variants, sizes, dims, varying, literals):
             raise DynamicAxisError(
                 f"fnad.onnx.export: the staged program changes structure with the size of "
                 f"a dynamic axis (near {first.prim.name if first else 'its end'}): the "
-                f"function branches in Python on that size, so the axis cannot be symbolic")
+                f"function branches in Python on that size, or an operation is a no-op at "
+                f"the example's size only (x[:4] of an example with 4 rows); give an "
+                f"example of another size, or keep the axis static")
     _assign(base.invars, [p.invars for _, _, p in variants], variants, sizes, dims)
     for i, eqn in enumerate(base.eqns):
         others = [p.eqns[i] for _, _, p in variants]
@@ -102,6 +104,9 @@ def align(base, variants, sizes, dims, varying, literals):
                            sizes, dims, varying, literals)
             elif any(not _same(value, o.params[key]) for o in others):
                 moved.add(key)
+            if isinstance(value, ClosedProgram) and any(
+                    not _same_consts(value, o.params[key]) for o in others):
+                moved.add(key)      # its captured constants change with a size
         if moved:
             varying[eqn] = moved
         _assign(eqn.outputs, [o.outputs for o in others], variants, sizes, dims)
@@ -151,6 +156,13 @@ def programs_in(value):
     if isinstance(value, (tuple, list)) and value and all(programs_in(v) for v in value):
         return [p for v in value for p in programs_in(v)]
     return []
+
+
+def _same_consts(a, b):
+    return len(a.consts) == len(b.consts) and all(
+        np.shape(x) == np.shape(y) and np.array_equal(np.asarray(x), np.asarray(y),
+                                                      equal_nan=True)
+        for x, y in zip(a.consts, b.consts))
 
 
 def _same(a, b):

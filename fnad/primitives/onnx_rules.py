@@ -237,11 +237,14 @@ def rev(b, x, dimensions):
 def slice_(b, x, start_indices, limit_indices, strides):
     strides = strides or (1,) * len(start_indices)
     dims, shape = b.dims_of(x), b.aval(x).shape
+    # Limits that move with a dynamic size reach the end of their axis; a limit that
+    # does not move is a number (x[:4] stays 4 rows, even when the example has 4).
+    moving = b.moves("limit_indices")
     axes, starts, ends, steps = [], [], [], []
     symbolic_limits_full = True
     for k, (s, e, st) in enumerate(zip(start_indices, limit_indices, strides)):
-        symbolic = b.is_symbolic(dims[k])
-        if s == 0 and e == shape[k] and st == 1:
+        symbolic = b.is_symbolic(dims[k]) and moving
+        if s == 0 and e == shape[k] and st == 1 and (symbolic or not b.is_symbolic(dims[k])):
             continue            # the whole axis: whatever its size at run time
         if symbolic and e == shape[k]:
             e = INT64_MAX       # up to the end, whatever the size

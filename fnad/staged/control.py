@@ -552,8 +552,8 @@ def _onnx_scan(b, *args, body, num_consts, num_carry, length, reverse):
     consts = list(args[:num_consts])
     carry = list(args[num_consts:num_consts + num_carry])
     xs = list(args[num_consts + num_carry:])
-    b.cover("length")
-    if xs:
+    if xs:                  # the trip count is the scanned axis's length, at run time
+        b.cover("length")
         trips = b.op("Squeeze", b.op("Shape", xs[0], start=0, end=1), b.ints([0]))
     else:
         trips = b.const(np.int64(length))
