@@ -124,7 +124,8 @@ def forward_hook(apply_fn, fn):
 
 def capture_activations(apply_fn):
     """apply_fn returning (outputs, {path: that layer's outputs}) for every child
-    layer, in the order they ran: returned values, so it works under jit too."""
+    layer: returned values, so it works under jit too (where the dict comes back with
+    its keys sorted, as pytrees flatten dicts)."""
     @functools.wraps(apply_fn)
     def capturing(params, inputs, **kwargs):
         seen = {}
