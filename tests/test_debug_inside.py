@@ -168,6 +168,22 @@ def test_log_compiles_and_slow_first_calls_go_through_the_fnad_logger(caplog, mo
     assert "traced <lambda>" in text and "lowered a program of 1 equations" in text
 
 
+def test_messages_name_functions_without_a_name(caplog, tmp_path, monkeypatch):
+    # functools.partial has no __name__: jit, its profile events and its log lines
+    # still work, naming the partial's function
+    import functools
+    caplog.set_level(logging.WARNING, logger="fnad")
+    monkeypatch.setattr(jit_module, "SLOW_FIRST_CALL_SECONDS", 0.0)
+
+    def scaled(a, x):
+        return x * a
+    with fnad.profiler.trace(tmp_path):
+        out = fnad.jit(functools.partial(scaled, 3.0))(fnp.ones(2))
+    np.testing.assert_array_equal(out, [3.0, 3.0])
+    assert any("jit(partial(scaled))" in r.getMessage() for r in caplog.records)
+    assert any(e[0] == "jit(partial(scaled))" for e in fnad.profiler._state["events"])
+
+
 def test_exit_notice_counts_running_compiles(caplog):
     caplog.set_level(logging.WARNING, logger="fnad")
     wait_for_compiles()

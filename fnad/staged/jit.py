@@ -113,7 +113,7 @@ class Jitted(Generic[P, R]):
         except DTypeError:
             raise
         except TypeError as err:
-            raise TypeError(f"{err}. jit({self.__name__}) traces array arguments; mark a "
+            raise TypeError(f"{err}. jit({_name_of(self.fun)}) traces array arguments; mark a "
                             f"Python object static with static_argnums/static_argnames "
                             f"(a method's `self`: functools.partial(jit, "
                             f"static_argnums=0)) or register its class as a pytree") from None
@@ -124,7 +124,7 @@ class Jitted(Generic[P, R]):
         if entry is None:
             if config.explain_cache_misses and self.cache:
                 events.logger.warning("fnad.jit: tracing %s again: no cached trace for %s "
-                                      "with static args %s", self.__name__,
+                                      "with static args %s", _name_of(self.fun),
                                       _describe(avals), static)
             # Threads that miss together both trace (no lock around user code); the
             # first entry stored is kept, so they share one program and its kernels.
@@ -163,11 +163,11 @@ class Jitted(Generic[P, R]):
             return flat_out
 
         start = time.perf_counter()
-        with events.span(f"trace {self.__name__}", "staging"):
+        with events.span(f"trace {_name_of(self.fun)}", "staging"):
             closed = stage(flat_fun, avals)
         if config.log_compiles:
             events.logger.warning("fnad: traced %s for %s in %.3f s (%d equations)",
-                                  self.__name__, _describe(avals),
+                                  _name_of(self.fun), _describe(avals),
                                   time.perf_counter() - start, len(closed.program.eqns))
         return closed, out_tree_cell[0]
 
@@ -208,9 +208,9 @@ class Jitted(Generic[P, R]):
         try:
             out = self._call(args, kwargs)
         finally:
-            events.record(f"jit({self.__name__})", "jit", start)
+            events.record(f"jit({_name_of(self.fun)})", "jit", start)
         if config.debug_nans and current_trace() is EVAL and not config.disable_jit:
-            debug_nans.check(self.fun, self.__name__, out, args, kwargs)
+            debug_nans.check(self.fun, _name_of(self.fun), out, args, kwargs)
         return out
 
     def _call(self, args, kwargs):
@@ -239,7 +239,7 @@ class Jitted(Generic[P, R]):
         trace_key, (closed, out_tree), flat = self._stage_keyed(args, kwargs)
         out = tree_unflatten(out_tree, call(closed, *flat))
         if self._traces.trace_count != traced:
-            _first_call_took(self.__name__, time.perf_counter() - start)
+            _first_call_took(_name_of(self.fun), time.perf_counter() - start)
         if not kwargs and not self._call_positions(len(args))[0] \
                 and current_trace() is EVAL \
                 and all(_concrete(a) for a in args) \
@@ -580,6 +580,14 @@ def _hashable_static(value, what):
 
 def _describe(avals):
     return ", ".join(str(a) for a in avals)
+
+
+def _name_of(fun):
+    """A name for `fun` in messages: its own, a partial's function's, or its type's."""
+    name = getattr(fun, "__name__", None)
+    if name is None and isinstance(fun, functools.partial):
+        return f"partial({_name_of(fun.func)})"
+    return name or type(fun).__name__
 
 
 # A first call slower than this is worth a line in the log: the user sees a pause.
