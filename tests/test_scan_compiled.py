@@ -393,3 +393,28 @@ def test_sort_and_argsort_in_a_loop_body_compile(compiled_loops, monkeypatch):
     np.testing.assert_array_equal(np.signbit(np.asarray(py_columns)),
                                   np.signbit(np.asarray(columns)))
     np.testing.assert_array_equal(np.asarray(py_order), np.asarray(order))
+
+
+def test_large_math_in_a_loop_body_runs_through_numpy(compiled_loops, monkeypatch):
+    """A body's big tanh/exp groups call numpy's own ufuncs (in object mode) between
+    fused arithmetic: the compiled loop gives exactly the eager kernels' numbers."""
+    xs = np.random.default_rng(8).normal(size=(5, 64, 64)).astype(np.float32)
+
+    def run(xs):
+        def step(c, x):
+            c = fnp.tanh(c * np.float32(0.9) + x)
+            return c, fnp.exp(-c * c)
+        return lax.scan(step, fnp.zeros((64, 64), np.float32), xs)
+
+    closed = fnad.make_jaxpr(run)(fnp.asarray(xs))
+    program = closed.program if hasattr(closed, "program") else closed
+    assert "numba.objmode" in loops.body_source(_scans(program)[0].params["body"], "b", "k",
+                                                [])[0]
+    c, ys = fnad.jit(run)(fnp.asarray(xs))
+    assert_all_compiled(compiled_loops)
+    h, want = np.zeros((64, 64), np.float32), []
+    for x in xs:
+        h = np.tanh(h * np.float32(0.9) + x)
+        want.append(np.exp(-h * h))
+    np.testing.assert_array_equal(np.asarray(c), h)
+    np.testing.assert_array_equal(np.asarray(ys), np.stack(want))

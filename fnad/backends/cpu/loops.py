@@ -9,6 +9,7 @@ calling the helpers in fnad/kernels/cpu/loop_*.py. Otherwise, or until Numba has
 from a Python loop; compilation happens on a background thread, as for kernels.
 """
 import hashlib
+import math
 import threading
 import weakref
 
@@ -22,6 +23,7 @@ from ...kernels.cpu import elementwise, loop_arrays, loop_index, loop_linalg, sp
 from ...kernels.cpu import random as threefry
 from ...kernels.disk_cache import import_generated
 from ..fusion import Group, KernelSource, literal, materialized, partition
+from . import chunked
 from . import njit
 
 _loops = weakref.WeakKeyDictionary()    # a loop's body Program -> {key: _Loop}
@@ -42,7 +44,7 @@ def body_source(program, name="body", kernel_prefix="k", nested=None):
         # is no driver to pass them as bits: the loop stays in Python, its body's
         # fused kernels compiled.
         raise _Unsupported("float16")
-    steps = [_own_group(s) for s in partition(program)]
+    steps, via_numpy = _math_through_numpy([_own_group(s) for s in partition(program)])
     materialize = materialized(program, steps)
     names, lines, kernels = {}, [], []
     args = [f"a{i}" for i in range(len(program.invars))]
@@ -80,6 +82,9 @@ def body_source(program, name="body", kernel_prefix="k", nested=None):
             lines += rounding
             continue
         e = step
+        if e in via_numpy:
+            lines += _numpy_lines(e, value, names)
+            continue
         if e.prim.name == "cond" and nested is not None:
             lines += _cond_lines(e, name, nested, value, names)
             continue
@@ -122,6 +127,53 @@ def _cond_lines(e, name, nested, value, names):
                          f"{'if' if k == 0 else 'elif'} {choice} == {k}:")
         lines.append(("    " if len(calls) > 1 else "") + f"{target}{call}({ops})")
     return lines
+
+
+# A fused group calling exp, tanh... on at least this many elements runs one equation
+# at a time, the math-library calls through numpy's SIMD ufuncs in object mode: the
+# fused loop's scalar libm calls cost ~9 ns an element (a 32x128 float32 tanh: 36 us),
+# numpy's ufunc plus the switch to object mode a few microseconds. (jit's driver does
+# the same for such groups, fnad/backends/cpu/chunked.py.)
+NUMPY_MATH_MIN_ELEMENTS = 1 << 12
+
+
+def _math_through_numpy(steps):
+    """(steps with each large math-heavy group split into one step per equation, the
+    equations among them to run through numpy)."""
+    out, via_numpy = [], set()
+    for step in steps:
+        if not (isinstance(step, Group) and math.prod(step.shape) >= NUMPY_MATH_MIN_ELEMENTS
+                and chunked.eligible(step)):
+            out.append(step)
+            continue
+        current, produced_in = None, {}
+        for e in step.eqns:     # the arithmetic between the math calls stays fused
+            if e.prim.scalar and not e.params and chunked.calls_math_library(e):
+                via_numpy.add(e)
+                out.append(e)
+                current = None
+                continue
+            if current is None or not current.accepts(e, produced_in):
+                current = Group(tuple((e.inputs[0] if e.prim.reduction else
+                                       e.outputs[0]).aval.shape))
+                out.append(current)
+            current.eqns.append(e)
+            produced_in.update((o, current) for o in e.outputs)
+            if e.prim.reduction is not None:
+                current.reduced.update(e.outputs)
+    return out, via_numpy
+
+
+def _numpy_lines(e, value, names):
+    """An elementwise math call as its primitive's own numpy kernel, in object mode."""
+    out = e.outputs[0]
+    o = names[out] = f"v{len(names)}"
+    ndim, dtype = len(out.aval.shape), out.aval.dtype.name
+    layout = ", ".join([":"] * (ndim - 1) + ["::1"])
+    args = ", ".join(value(a) for a in e.inputs)
+    return [f"with numba.objmode({o}='{dtype}[{layout}]'):",
+            f"    {o} = np.ascontiguousarray(PRIMITIVES[{e.prim.name!r}].impl({args}), "
+            f"np.{dtype})"]
 
 
 def _own_group(step):
@@ -174,6 +226,7 @@ import numba
 import numpy as np
 from fnad.kernels.cpu import elementwise as kernels
 from fnad.backends.cpu.njit import load_kernel
+from fnad.core import PRIMITIVES
 from fnad.kernels.cpu import loop_arrays, loop_index, loop_linalg
 from fnad.kernels.cpu import special
 """
@@ -182,6 +235,7 @@ HELPERS = (elementwise, loop_arrays, loop_index, loop_linalg, special, threefry)
 
 
 JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
+JIT_GIL = '@numba.njit(cache=True, error_model="numpy")\n'
 
 
 def _functions(programs):
@@ -192,7 +246,8 @@ def _functions(programs):
         name, program = programs[i]
         source, kernel_sources = body_source(program, name, f"k{i}_", programs)
         kernel_lines += [f"k{i}_{j} = load_kernel({s!r})\n" for j, s in enumerate(kernel_sources)]
-        parts.append(JIT + source)
+        # (A function that enters object mode holds the GIL there: no nogil promise.)
+        parts.append((JIT_GIL if "numba.objmode" in source else JIT) + source)
         i += 1
     return "".join(kernel_lines) + "\n\n" + "\n\n".join(parts)
 
