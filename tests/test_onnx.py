@@ -206,6 +206,13 @@ def test_cumulative_arg_and_dynamic_slices():
                                np.arctan2(y, -y[::-1]), rtol=1e-6)
 
 
+def test_argsort_keeps_ties_in_order():
+    # fnad's sort is stable; TopK's order among ties is what the export relies on
+    x = np.random.default_rng(1).integers(0, 3, (3, 200)).astype(np.float32)
+    model = fnad.onnx.export(lambda x: fnp.argsort(x, -1), x)
+    np.testing.assert_array_equal(ort_run(model, {"x": x})[0], np.asarray(fnp.argsort(x, -1)))
+
+
 def test_while_loop_and_integers():
     def f(x, n):
         def body(c):
