@@ -135,6 +135,17 @@ def test_profile_of_a_training_step(mlp, tmp_path, capsys):
     assert sum(r[1] for r in rows) == len(kernels)
 
 
+def test_no_profiler_no_timed_driver():
+    # with no trace active the driver that runs is the plain one: the timed variant is
+    # made only when a trace first calls the program
+    from fnad.backends.cpu.lowering import compiled
+    f = fnad.jit(lambda x: fnp.exp(x) * 2.0)
+    f(fnp.ones(3))
+    f(fnp.ones(3))
+    exe = compiled(f.trace(fnp.ones(3)).program)
+    assert exe.profiled_run is None and events.recording is None
+
+
 def test_profiler_records_staging_compiles_and_callbacks(tmp_path):
     with fnad.profiler.trace(tmp_path):
         f = fnad.jit(lambda x: fnad.debug.callback(lambda v: None, x * 2.0) or fnp.sin(x) + 1)
