@@ -19,8 +19,12 @@ Two ways to train in a 16-bit float, as the two communities do:
 
   Float64 values are never cast. Because autocast is an interpreter of `bind`, it
   composes with grad, jit and vmap; under grad, the backward pass of an op runs in
-  the dtype its forward ran in (the cotangent of a cast is cast back). Functions with
-  custom derivative rules (custom_jvp/custom_vjp) run as written, uncast inside.
+  the dtype its forward ran in (the cotangent of a cast is cast back). Differentiate
+  the autocast function, `grad(autocast(f))`, as with torch.autocast around the forward
+  only: `autocast(grad(f))` casts outside the derivative, so its gradients come out in
+  the dtype the products ran in. Functions with custom derivative rules
+  (custom_jvp/custom_vjp) run as written, uncast inside, and so do the bodies of
+  control-flow primitives (cond, while_loop, scan), which are staged programs.
 
 Loss scaling keeps small float16 gradients from flushing to zero: multiply the loss
 by a scale before differentiating, divide the gradients by it, and skip the step when

@@ -13,10 +13,15 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+import ml_dtypes
 import numpy as np
+
+from fnad.dtypes import finfo as dfinfo, kind_of as dkind
 
 BOOL, I32, I64 = np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64)
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+# bfloat16 runs every case that accepts float16 (test_differential's bfloat16 tests)
+BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = (BOOL, I32, I64, F16, F32, F64)
 FLOATS = (F16, F32, F64)
 INTS = (I32, I64)
@@ -53,7 +58,7 @@ EXPONENT = Domain("exponent", lambda r, n: r.uniform(-2, 2, n), lambda r, n: r.i
 
 
 def float_specials(dtype):
-    info = np.finfo(dtype)
+    info = dfinfo(dtype)
     return [np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0, -1.0, 0.5, -2.5, 3.0,
             float(info.max), -float(info.max), float(info.tiny)]
 
@@ -74,7 +79,7 @@ def values(dtype, domain, rng, n, specials):
     if dtype == BOOL:
         regular = rng.integers(0, 2, n).astype(bool)
         return np.concatenate([[False, True], regular]) if specials else regular
-    if dtype.kind in "iu":
+    if dkind(dtype) in "iu":
         regular = domain.ints(rng, n)
         extra = domain.int_specials if domain.int_specials is not None else int_specials(dtype)
         out = np.concatenate([np.asarray(extra, np.int64), regular]) if specials else regular
@@ -94,7 +99,7 @@ def python_scalar(dtype, rng, domain):
     dtype = np.dtype(dtype)
     if dtype == BOOL:
         return True
-    if dtype.kind in "iu":
+    if dkind(dtype) in "iu":
         return int(domain.ints(rng, 1)[0]) or 3
     return float(np.round(domain.floats(rng, 1)[0], 2)) or 1.5
 
@@ -423,11 +428,11 @@ def _c_quotient(a, b):
 def _trunc_div(x, y):
     """lax.div: C division, rounding toward zero, for integers too (computed in Python
     ints, wrapped to the dtype: iinfo.min / -1 is iinfo.min)."""
-    if np.asarray(x).dtype.kind in "iu":
+    if dkind(np.asarray(x).dtype) in "iu":
         dtype = np.result_type(x, y)
         q = np.frompyfunc(lambda a, b: _c_quotient(int(a), int(b)), 2, 1)(x, y)
         bits = 8 * dtype.itemsize
-        low = -(2 ** (bits - 1)) if dtype.kind == "i" else 0
+        low = -(2 ** (bits - 1)) if dkind(dtype) == "i" else 0
         wrapped = [(int(v) - low) % 2 ** bits + low for v in np.ravel(q)]
         return np.array(wrapped, dtype).reshape(np.shape(q))
     return np.divide(x, y)
@@ -587,12 +592,12 @@ def reduction_inputs(domain, long=True):
         rng = np.random.default_rng(seed("reduce", domain.name, dtype))
         a = lambda d, *s: random_array(dtype, d, rng, s)  # noqa: E731
         special = a(domain, 4, 6)
-        if dtype.kind == "f":
+        if dkind(dtype) == "f":
             special[0, 1], special[1, 2], special[2, 0], special[3, 3] = \
                 np.nan, np.inf, -np.inf, -0.0
-            special[3, :] = -0.0 if dtype.kind == "f" else 0
+            special[3, :] = -0.0 if dkind(dtype) == "f" else 0
             special[3, 5] = -1.0
-        elif dtype.kind in "iu":
+        elif dkind(dtype) in "iu":
             info = np.iinfo(dtype)
             special[0, 1], special[1, 2], special[2, 0] = info.max, info.min, -1
         out = [Inputs("special", (special,), special=True),
@@ -643,13 +648,13 @@ def _lax_cumulative(np_fn):
 
 
 def _np_cummax(x, axis):
-    return np.maximum.accumulate(x, axis=axis) if x.dtype.kind != "f" else \
+    return np.maximum.accumulate(x, axis=axis) if dkind(x.dtype) != "f" else \
         np.fmax.accumulate(x, axis=axis) + np.where(
             np.logical_or.accumulate(np.isnan(x), axis=axis), np.nan, 0)
 
 
 def _np_cummin(x, axis):
-    return np.minimum.accumulate(x, axis=axis) if x.dtype.kind != "f" else \
+    return np.minimum.accumulate(x, axis=axis) if dkind(x.dtype) != "f" else \
         np.fmin.accumulate(x, axis=axis) + np.where(
             np.logical_or.accumulate(np.isnan(x), axis=axis), np.nan, 0)
 

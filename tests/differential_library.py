@@ -4,6 +4,7 @@ reference is written out in float64 numpy: loops for control flow, direct sums o
 windows for convolutions and pools, the layer's formula from its parameters."""
 import numpy as np
 
+from fnad.dtypes import kind_of as dkind
 import fnad.lax as flax
 import fnad.nn as fnn
 import fnad.random as frandom
@@ -224,7 +225,7 @@ LAX_LIBRARY = [
          adapt=lambda lib: (lambda x: lib.avg_pool(x, (2, 2), (2, 2), "VALID")),
          ref=lambda x: np_pool(x, (2, 2), (2, 2), np.mean)),
     call("lax", flax, "reduce_window", [("2-d", [D((4, 6))])], NUM, signed_zero=False,
-         adapt=lambda lib: (lambda x: lib.reduce_window(x, -np.inf if x.dtype.kind == "f"
+         adapt=lambda lib: (lambda x: lib.reduce_window(x, -np.inf if dkind(x.dtype) == "f"
                                                         else np.iinfo(x.dtype).min, "max",
                                                         (2, 3), (2, 3), "VALID")),
          jax=None, ref=lambda x: x.reshape(2, 2, 2, 3).max(axis=(1, 3))),

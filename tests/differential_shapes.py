@@ -7,6 +7,7 @@ which finite differences cannot check (a step splits repeated values), are teste
 tests/test_numpy_shapes_more.py."""
 import numpy as np
 
+from fnad.dtypes import kind_of as dkind
 import fnad.numpy as fnp
 
 from differential_cases import ALL, BOOL, F32, F64, I32, NUM, Data, Domain, call, fixed
@@ -194,9 +195,9 @@ FEW = Data((5,), domain=Domain("few", lambda r, n: r.integers(-1, 3, n) * 0.5,
 
 def _repeats_specials(dtype):
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
+    if dkind(dtype) == "f":
         return (np.array([np.nan, 1.0, -0.0, np.nan, 0.0, -np.inf, 1.0], dtype),)
-    return (np.array([3, 1, 3, 0, 1, 1], dtype) if dtype.kind in "iu"
+    return (np.array([3, 1, 3, 0, 1, 1], dtype) if dkind(dtype) in "iu"
             else np.array([True, False, True]),)
 
 

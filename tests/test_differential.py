@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 import pytest
 
+from fnad.dtypes import finfo as dfinfo, kind_of as dkind
 import fnad
 import fnad.lax
 import fnad.nn
@@ -45,7 +46,7 @@ import differential_calls
 import differential_cases
 import differential_library
 import differential_shapes
-from differential_cases import BOOL, F16, F32, F64, I32, I64
+from differential_cases import BF16, BOOL, F16, F32, F64, I32, I64
 
 CASES = differential_cases.CASES + differential_calls.CASES + differential_library.CASES
 CASES += differential_shapes.CASES
@@ -141,8 +142,8 @@ FOCUSED = {
 }
 
 # Defects being fixed (details and repros: the session's diff_failures.md). Owner first.
-# (function or case id, dtypes ("*" or names), modes) -> reason. Strict xfail: the day a
-# defect is fixed its entries fail until they are removed here.
+# (function or case id, or "=" and one case id, dtypes ("*" or names), modes) -> reason.
+# Strict xfail: the day a defect is fixed its entries fail until they are removed here.
 KNOWN_FAILURES = {}
 
 # --------------------------------------------------------------------------- bookkeeping
@@ -204,8 +205,8 @@ def promote(*dtypes):
     """JAX's lattice over fnad's test dtypes: bool < ints < floats, wider wins; an
     integer with a float gives that float (int32 with float32 is float32)."""
     dtypes = [np.dtype(d) for d in dtypes]
-    ints = [d for d in dtypes if d.kind in "iu"]
-    floats = [d for d in dtypes if d.kind == "f"]
+    ints = [d for d in dtypes if dkind(d) in "iu"]
+    floats = [d for d in dtypes if dkind(d) == "f"]
     if floats:
         return max(floats, key=lambda d: d.itemsize)
     if ints:
@@ -231,14 +232,14 @@ def rule_dtype(out, args, data=()):
     for s in scalars:
         kind = "f" if isinstance(s, float) else "i" if isinstance(s, int) and not \
             isinstance(s, bool) else "b"
-        if base is None or _kind_rank(kind) > _kind_rank(base.kind):
+        if base is None or _kind_rank(kind) > _kind_rank(dkind(base)):
             base = BOOL if kind == "b" else default(kind, False)
     if out == "same":
         return base
     if out == "float":
-        return base if base.kind == "f" else default("f", False)
+        return base if dkind(base) == "f" else default("f", False)
     if out == "acc":        # sums and products of bools and integers: 64 bits, as numpy
-        return I64 if base.kind in "bi" else np.dtype(np.uint64) if base.kind == "u" else base
+        return I64 if dkind(base) in "bi" else np.dtype(np.uint64) if dkind(base) == "u" else base
     if out == "bool":
         return BOOL
     if out == "index":
@@ -265,11 +266,11 @@ def narrow_to_default(jax_dtype, args):
     defaults: fnad keeps a float64 (int64) result only when a float64 (int64) array
     went in, and otherwise gives the 32-bit default, as JAX does with x64 off."""
     jax_dtype = np.dtype(jax_dtype)
-    if jax_dtype.itemsize != 8 or jax_dtype.kind not in "iuf":
+    if jax_dtype.itemsize != 8 or dkind(jax_dtype) not in "iuf":
         return jax_dtype
     if any(isinstance(a, np.ndarray) and a.dtype == jax_dtype for a in args):
         return jax_dtype
-    return np.dtype(jax_dtype.kind + "4")
+    return np.dtype(dkind(jax_dtype) + "4")
 
 
 def run_jax(case, args, x64):
@@ -336,10 +337,10 @@ def float64_args(case, args, result_dtype):
     out = []
     data = case.data_args or range(len(args))
     for i, a in enumerate(args):
-        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+        if isinstance(a, np.ndarray) and dkind(a.dtype) == "f":
             out.append(a.astype(np.float64))
-        elif (isinstance(a, np.ndarray) and result_dtype.kind == "f" and case.float_ref_args
-              and a.dtype.kind in "biu" and i in data):
+        elif (isinstance(a, np.ndarray) and dkind(result_dtype) == "f" and case.float_ref_args
+              and dkind(a.dtype) in "biu" and i in data):
             out.append(a.astype(result_dtype).astype(np.float64))
         else:
             out.append(a)
@@ -356,7 +357,7 @@ def tolerance_scale(case, args, ref_leaves):
     if case.scale == "abs":         # sums: error bound relative to sum(|x|)
         # in float64: |iinfo(int64).min| does not fit int64 (np.abs keeps it negative)
         absolute = tuple(np.abs(a.astype(np.float64)) if isinstance(a, np.ndarray)
-                         and a.dtype.kind in "fi" else a for a in args)
+                         and dkind(a.dtype) in "fi" else a for a in args)
         return [np.abs(np.asarray(r, np.float64)) for r in reference(case, absolute)]
     return [np.abs(np.asarray(r, np.float64)) for r in ref_leaves]
 
@@ -364,11 +365,11 @@ def tolerance_scale(case, args, ref_leaves):
 def assert_matches(got, want, dtype, case, scale, what):
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape, f"{what}: shape {got.shape}, numpy {want.shape}"
-    if dtype.kind in "biu" or got.dtype.kind in "biu":
+    if dkind(dtype) in "biu" or dkind(got.dtype) in "biu":
         with np.errstate(all="ignore"):
             want = want.astype(got.dtype)
         mismatch = got != want
-        if want.dtype.kind == "f":
+        if dkind(want.dtype) == "f":
             mismatch &= ~(np.isnan(got) & np.isnan(want))
         assert not mismatch.any(), (f"{what}: {int(mismatch.sum())} of {got.size} differ\n"
                                     f"got  {got[mismatch][:8]}\nwant {want[mismatch][:8]}")
@@ -376,7 +377,7 @@ def assert_matches(got, want, dtype, case, scale, what):
     with np.errstate(all="ignore"):
         w = want.astype(got.dtype).astype(np.float64)
     g = got.astype(np.float64)
-    eps = np.finfo(got.dtype).eps
+    eps = dfinfo(got.dtype).eps
     scale = np.maximum(np.broadcast_to(scale, w.shape), 1.0)
     nan_ok = np.isnan(g) == np.isnan(w)
     both = ~np.isnan(w) & ~np.isnan(g)
@@ -425,7 +426,7 @@ def case_params(mode, dtypes=None):
         for dtype in case.dtypes:
             if dtypes is not None and dtype not in dtypes:
                 continue
-            if mode in ("jvp", "vjp") and (dtype.kind != "f" or not case.grad):
+            if mode in ("jvp", "vjp") and (dkind(dtype) != "f" or not case.grad):
                 continue
             reason = known_failure(case, dtype, mode)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
@@ -434,7 +435,9 @@ def case_params(mode, dtypes=None):
 
 def known_failure(case, dtype, mode):
     for (name, dtypes, modes), reason in KNOWN_FAILURES.items():
-        if name in (case.id, f"{case.module}.{case.name}") and mode in modes.split() and (
+        # "=id" names one case exactly (not the function's other settings)
+        names = (case.id,) if name.startswith("=") else (case.id, f"{case.module}.{case.name}")
+        if name.lstrip("=") in names and mode in modes.split() and (
                 dtypes == "*" or dtype.name in dtypes.split()):
             return reason
     return None
@@ -453,6 +456,29 @@ def count(mode, case, dtype):
 def as_fnad(args):
     return tuple(fnp.asarray(a) if isinstance(a, np.ndarray) and i % 2 else a
                  for i, a in enumerate(args))
+
+
+def bfloat16_params(mode):
+    """Every case that accepts float16, in bfloat16 (the same input sets, rounded to
+    bfloat16; results against the float64 reference within the case's tolerance in
+    bfloat16's epsilon)."""
+    for case in CASES:
+        if F16 not in case.dtypes or (mode == "jit" and not case.jit):
+            continue
+        reason = known_failure(case, BF16, mode)
+        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+        yield pytest.param(case, BF16, id=f"{case.id}-bfloat16", marks=marks)
+
+
+@pytest.mark.parametrize("case,dtype", list(bfloat16_params("eager")))
+def test_eager_bfloat16(case, dtype):
+    test_eager(case, dtype)
+
+
+@pytest.mark.slow_sweep
+@pytest.mark.parametrize("case,dtype", list(bfloat16_params("jit")))
+def test_jit_bfloat16(case, dtype):
+    _check_jit(case, dtype)
 
 
 @pytest.mark.parametrize("case,dtype", list(case_params("eager")))
@@ -543,7 +569,7 @@ def test_vmap(case, dtype):
         want = np.stack([np.asarray(row[k]) for row in loop])
         assert np.asarray(leaf).dtype == want.dtype, f"{case.id} vmap dtype, output {k}"
         assert_matches(leaf, want, want.dtype, case, np.abs(want.astype(np.float64))
-                       if want.dtype.kind == "f" else 1.0, f"{case.id} vmap output {k}")
+                       if dkind(want.dtype) == "f" else 1.0, f"{case.id} vmap output {k}")
     count("vmap", case, dtype)
 
 
@@ -568,7 +594,7 @@ def _diff_positions(case, inputs):
     data = case.data_args or tuple(i for i, a in enumerate(inputs.args)
                                    if isinstance(a, np.ndarray))
     return tuple(i for i in data if isinstance(inputs.args[i], np.ndarray)
-                 and inputs.args[i].dtype.kind == "f")
+                 and dkind(inputs.args[i].dtype) == "f")
 
 
 def _finite_difference(case, args, positions, tangents, h=1e-6):
@@ -600,7 +626,7 @@ def _grad_setup(case, dtype):
     primals = tuple(fnp.asarray(args[i]) for i in positions)
     fd = _finite_difference(case, args, positions, tangents)
     # float64 central differences with h = 1e-6 are good to about 1e-9 relative
-    tol = max(64 * np.finfo(dtype).eps * case.tol / 4, 1e-7)
+    tol = max(64 * dfinfo(dtype).eps * case.tol / 4, 1e-7)
     return args, positions, tangents, partial, primals, fd, tol
 
 
@@ -696,8 +722,8 @@ def _check_against_jax(case, dtype):
                 assert g.dtype == wd, f"{label}: dtype {g.dtype}, JAX {wd}"
                 # numpy, not JAX, is the reference for -0.0 and the last ulps
                 lenient = dataclasses.replace(case, signed_zero=False, tol=4 * case.tol)
-                assert_matches(g, w.astype(np.float64) if w.dtype.kind == "f" else w, wd,
-                               lenient, np.abs(w.astype(np.float64)) if w.dtype.kind == "f"
+                assert_matches(g, w.astype(np.float64) if dkind(w.dtype) == "f" else w, wd,
+                               lenient, np.abs(w.astype(np.float64)) if dkind(w.dtype) == "f"
                                else 1.0, label)
         count("jax", case, dtype)
 
@@ -795,7 +821,7 @@ def test_random(case):
             warnings.simplefilter("ignore")
             want = np.asarray(case.draw(jax.random, jax.random.PRNGKey(0)))
         assert want.dtype == sample.dtype, (want.dtype, sample.dtype)
-        if want.dtype.kind == "f":
+        if dkind(want.dtype) == "f":
             # the same bits in, but each library's own log/erfinv: a few hundred ulps
             # where a transform amplifies rounding (gumbel's log(-log(u)) near u = 1)
             np.testing.assert_allclose(sample, want, rtol=1e-4, atol=1e-6)

@@ -1,6 +1,7 @@
 """numpy's elementwise functions over the elementwise primitives."""
 import numpy as np
 
+from ..dtypes import finfo, kind_of as dtype_kind
 from ..array import Array
 from ..core import Tracer
 from ..errors import DTypeError
@@ -22,7 +23,7 @@ def _binary(prim):
 def _binary_inexact(prim):
     def op(x, y):
         x, y = promote_pair(x, y)
-        if x.dtype.kind not in "fc":
+        if dtype_kind(x.dtype) not in "fc":
             x, y = promote_inexact(x, y)
         return prim.bind(x, y)
     op.__name__ = prim.name
@@ -74,7 +75,7 @@ def _ordered(prim, on_complex):
             return real_op(x, y)
         except DTypeError:
             x, y = promote_pair(x, y)
-            if x.dtype.kind != "c":
+            if dtype_kind(x.dtype) != "c":
                 raise
             return on_complex(x, y)
     op.__name__ = prim.name
@@ -123,7 +124,7 @@ isfinite = _unary(E.is_finite_p)
 def _keeps_integers(float_op):
     def op(x):
         x = as_operand(x)
-        return x if x.dtype.kind in "biu" else float_op(x)
+        return x if dtype_kind(x.dtype) in "biu" else float_op(x)
     op.__name__ = float_op.__name__
     return op
 
@@ -134,9 +135,9 @@ ceil = _keeps_integers(_ceil)
 
 def round(x, decimals=0):  # noqa: A001 (numpy's name)
     x = as_operand(x)
-    if x.dtype.kind in "biu":
+    if dtype_kind(x.dtype) in "biu":
         return x
-    if x.dtype.kind == "c":         # numpy rounds each part
+    if dtype_kind(x.dtype) == "c":         # numpy rounds each part
         return _by_parts(lambda part: round(part, decimals), x)
     if decimals == 0:
         return E.round_p.bind(x, rounding_method=E.TO_NEAREST_EVEN)
@@ -149,7 +150,7 @@ around = round
 
 def trunc(x):
     x = as_operand(x)
-    if x.dtype.kind in "biu":
+    if dtype_kind(x.dtype) in "biu":
         return x
     return where(x < 0, ceil(x), floor(x))
 
@@ -160,13 +161,13 @@ def power(x, y):
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool) \
             and not isinstance(x, (int, float)):
         x = as_operand(x)
-        if x.dtype.kind in "fc" or y >= 0:
+        if dtype_kind(x.dtype) in "fc" or y >= 0:
             return E.integer_pow_p.bind(x, y=int(y))
     x, y = promote(x, y)
-    if x.dtype.kind in "iu":        # exact integer arithmetic, as numpy
+    if dtype_kind(x.dtype) in "iu":        # exact integer arithmetic, as numpy
         _refuse_negative_powers(y)
         return E.integer_power_p.bind(x, y)
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         x, y = promote_inexact(x, y)
     return E.pow_p.bind(x, y)
 
@@ -226,7 +227,7 @@ def logaddexp(x, y):
     finite = isfinite(m)
     zero = np.zeros((), m.dtype)
     shift = E.stop_gradient_p.bind(where(finite, m, zero))
-    info = np.finfo(m.dtype)
+    info = finfo(m.dtype)
     floor = -np.log(info.smallest_subnormal) + 2
     if m.dtype == np.float64:       # -max - floor rounds back to -max: no overflow
         low = shift - np.asarray(floor, m.dtype)
@@ -286,9 +287,9 @@ def _by_parts(f, z):
 
 def isinf(x):
     x = as_operand(x)
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         return isinf(E.real_p.bind(x)) | isinf(E.imag_p.bind(x))
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         return x != x
     return abs(x) == np.inf
 
@@ -345,7 +346,7 @@ def heaviside(x, h0):
 
 def _refuse_complex(name, x):
     """numpy's functions of the sign or the real line have no complex loop."""
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         raise DTypeError(f"{name} does not accept complex dtype {x.dtype} (operand of "
                          f"shape {tuple(x.shape)}); apply it to real() or imag()")
 
@@ -353,7 +354,7 @@ def _refuse_complex(name, x):
 def signbit(x):
     x = as_operand(x)
     _refuse_complex("signbit", x)
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         return x < 0
     # x < 0 misses -0.0; atan2(x, -1) is -pi for x = -0.0 and pi for +0.0.
     return arctan2(x, -1) < 0
@@ -366,11 +367,11 @@ def copysign(x, y):
 
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     x = as_operand(x)
-    if x.dtype.kind == "c":
+    if dtype_kind(x.dtype) == "c":
         return _by_parts(lambda part: nan_to_num(part, nan, posinf, neginf), x)
-    if x.dtype.kind != "f":
+    if dtype_kind(x.dtype) != "f":
         return x
-    info = np.finfo(x.dtype)
+    info = finfo(x.dtype)
     x = where(isnan(x), nan, x)
     x = where(x == np.inf, info.max if posinf is None else posinf, x)
     return where(x == -np.inf, info.min if neginf is None else neginf, x)
@@ -399,7 +400,7 @@ def rint(x):
 def fmax(x1, x2):
     """The larger, ignoring a NaN unless both are NaN."""
     x1, x2 = promote(x1, x2)
-    if x1.dtype.kind not in "fc":
+    if dtype_kind(x1.dtype) not in "fc":
         return maximum(x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, maximum(x1, x2)))
 
@@ -407,7 +408,7 @@ def fmax(x1, x2):
 def fmin(x1, x2):
     """The smaller, ignoring a NaN unless both are NaN."""
     x1, x2 = promote(x1, x2)
-    if x1.dtype.kind not in "fc":
+    if dtype_kind(x1.dtype) not in "fc":
         return minimum(x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, minimum(x1, x2)))
 
@@ -421,10 +422,10 @@ def float_power(x, y):
 def isposinf(x):
     x = as_operand(x)
     _refuse_complex("isposinf", x)
-    return x == np.inf if x.dtype.kind == "f" else x != x
+    return x == np.inf if dtype_kind(x.dtype) == "f" else x != x
 
 
 def isneginf(x):
     x = as_operand(x)
     _refuse_complex("isneginf", x)
-    return x == -np.inf if x.dtype.kind == "f" else x != x
+    return x == -np.inf if dtype_kind(x.dtype) == "f" else x != x

@@ -3,6 +3,7 @@ composed of exact arithmetic: multiplying by a power of two is exact while the r
 stays normal, and 2**k for an integral k is exact in pow. No bit casts are needed."""
 import numpy as np
 
+from ..dtypes import finfo, kind_of as dtype_kind
 from ..errors import DTypeError
 from ..primitives import elementwise as E
 from ._core import as_operand, astype, promote_inexact
@@ -20,7 +21,7 @@ def _pow2(k, dtype):
 
 def _float(name, *args):
     args = promote_inexact(*args)
-    if args[0].dtype.kind != "f":
+    if dtype_kind(args[0].dtype) != "f":
         raise DTypeError(f"{name}: needs real arguments, got {args[0].dtype}")
     return args
 
@@ -57,10 +58,10 @@ def _scale(m, k, info):
 def ldexp(x1, x2):
     """x1 * 2**x2, rounded once (x2 an integer array)."""
     x2 = as_operand(x2)
-    if x2.dtype.kind not in "iub":
+    if dtype_kind(x2.dtype) not in "iub":
         raise DTypeError(f"ldexp: the exponent must be an integer, got {x2.dtype}")
     x1, = _float("ldexp", x1)
-    info = np.finfo(x1.dtype)
+    info = finfo(x1.dtype)
     m, e = frexp(x1)
     # beyond +-3 * the exponent range every result is 0 or inf: clipping keeps the
     # int32 sum below from wrapping
@@ -73,7 +74,7 @@ def nextafter(x1, x2):
     """The float next to x1 in the direction of x2 (x2 itself where they are equal)."""
     x1, x2 = _float("nextafter", x1, x2)
     dtype = x1.dtype
-    info = np.finfo(dtype)
+    info = finfo(dtype)
     p = info.nmant + 1                      # bits of precision
     m, e = frexp(x1)
     # one unit in the last place: 2**(e - p), never below the smallest subnormal

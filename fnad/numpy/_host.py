@@ -1,10 +1,13 @@
 """Functions that run on the host with concrete values: printing options and
 representations, and numpy's .npy/.npz files. A traced value cannot be printed or
 saved (its numbers do not exist yet): they raise ConcretizationError, as JAX does."""
+import collections.abc
+
 import numpy as np
 
 from ..array import Array
 from ..core import Tracer
+from ..dtypes import bfloat16
 from ..errors import ConcretizationError
 
 __all__ = ["get_printoptions", "set_printoptions", "printoptions", "array_repr",
@@ -56,9 +59,49 @@ def savez(file, *args, allow_pickle=False, **kwds):
 
 
 def load(file, *args, allow_pickle=False, **kwargs):
-    """An .npy file as an Array, an .npz file as numpy's lazy mapping of arrays (as
-    JAX's load). Pickles are refused unless allow_pickle=True."""
+    """An .npy file as an Array, an .npz file as a lazy mapping of arrays (as JAX's
+    load). Pickles are refused unless allow_pickle=True.
+
+    numpy's format has no bfloat16: np.save writes it as 2-byte raw void ('|V2'), which
+    load reads back as bfloat16, in .npz files too (JAX does so for .npy files)."""
     out = np.load(file, *args, allow_pickle=allow_pickle, **kwargs)
-    if isinstance(out, np.ndarray) and out.dtype.kind in "biufc":
-        return Array(np.array(out))
+    if isinstance(out, np.lib.npyio.NpzFile):
+        return _Bfloat16Npz(out)
+    if isinstance(out, np.ndarray):
+        out = _as_bfloat16(out)
+        if out.dtype.kind in "biufc" or out.dtype == bfloat16:
+            return Array(np.array(out))
     return out
+
+
+_VOID16 = np.dtype("V2")
+
+
+def _as_bfloat16(a):
+    return a.view(bfloat16) if a.dtype == _VOID16 else a
+
+
+class _Bfloat16Npz(collections.abc.Mapping):
+    """numpy's NpzFile, with '|V2' arrays read as bfloat16."""
+
+    def __init__(self, npz):
+        self._npz = npz
+        self.files = npz.files
+
+    def __getitem__(self, key):
+        return _as_bfloat16(self._npz[key])
+
+    def __iter__(self):
+        return iter(self._npz)
+
+    def __len__(self):
+        return len(self._npz)
+
+    def close(self):
+        self._npz.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

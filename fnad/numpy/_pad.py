@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _elementwise as E
 from . import _reductions as R
+from ..dtypes import kind_of as dtype_kind
 from ..primitives import shape as S
 from ._core import as_operand, astype
 from ._functional import apply_along_axis
@@ -65,7 +66,7 @@ def pad(array, pad_width, mode="constant", **kwargs):
             out = _statistic(out, ax, lo, hi, mode, kwargs.get("stat_length"))
         elif mode == "linear_ramp":
             ends = _pairs(kwargs.get("end_values", 0), array.ndim, "end_values",
-                          np.complex128 if out.dtype.kind == "c" else np.float64)[ax]
+                          np.complex128 if dtype_kind(out.dtype) == "c" else np.float64)[ax]
             out = _linear_ramp(out, ax, lo, hi, ends)
         else:
             out = _mirror(out, ax, lo, hi, mode, kwargs.get("reflect_type", "even"))
@@ -105,7 +106,7 @@ def _statistic(out, ax, lo, hi, mode, stat_length):
 
     def of(chunk):
         value = stat(chunk, axis=ax, keepdims=True)
-        if out.dtype.kind not in "fc" and mode in ("mean", "median"):
+        if dtype_kind(out.dtype) not in "fc" and mode in ("mean", "median"):
             value = E.round(value)      # numpy rounds a mean of integers half to even
         return astype(value, out.dtype)
     return _extend(out, ax, of(take_range(out, 0, lengths[0], ax)), lo,
@@ -116,7 +117,7 @@ def _linear_ramp(out, ax, lo, hi, ends):
     """Ramps from each end value to the edge (the edge itself excluded), computed in
     floating point; integers round towards -inf, as numpy's linspace does."""
     n = out.shape[ax]
-    work = out.dtype if out.dtype.kind in "fc" else np.dtype(np.float64)
+    work = out.dtype if dtype_kind(out.dtype) in "fc" else np.dtype(np.float64)
     edges = [astype(take_range(out, i, i + 1, ax), work) for i in (0, n - 1)]
     parts = []
     for edge, end, width, front in ((edges[0], ends[0], lo, True),
@@ -130,7 +131,7 @@ def _linear_ramp(out, ax, lo, hi, ends):
         ramp = end + (edge - end) * fraction
         if not front:
             ramp = flip(ramp, ax)
-        if out.dtype.kind not in "fc":
+        if dtype_kind(out.dtype) not in "fc":
             ramp = E.floor(ramp)
         parts.append((front, astype(ramp, out.dtype)))
     before = [p for front, p in parts if front]

@@ -12,6 +12,7 @@ import collections
 
 import numpy as np
 
+from ..dtypes import kind_of as dtype_kind
 from .. import dtypes
 from ..array import Array
 from ..errors import ShapeError
@@ -34,7 +35,7 @@ UniqueInverseResult = collections.namedtuple("UniqueInverseResult", "values inve
 
 def _differs(x, y, equal_nan):
     out = E.not_equal(x, y)
-    if equal_nan and x.dtype.kind in "fc":
+    if equal_nan and dtype_kind(x.dtype) in "fc":
         out = E.logical_and(out, E.logical_not(E.logical_and(E.isnan(x), E.isnan(y))))
     return out
 

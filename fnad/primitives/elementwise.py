@@ -518,7 +518,7 @@ def _reciprocal_or_zero(r):
 
 
 sign_p = elementwise_primitive(
-    "sign", abstract_eval=unary_shape("sign", NUMERIC), impl=np.sign, jvp=_sign_jvp,
+    "sign", abstract_eval=unary_shape("sign", NUMERIC), impl=kernels.sign, jvp=_sign_jvp,
     vjp=_sign_vjp, scalar="kernels.sign_scalar({0})", onnx=onnx.sign)
 
 

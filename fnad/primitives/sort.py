@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core import Primitive
 from ..abstract import ShapedArray
+from ..dtypes import bfloat16
 from ..errors import ShapeError
 from ._rules import batch_size
 from . import shape as S
@@ -39,16 +40,24 @@ def _sort_impl(*operands, dimension, num_keys):
             or any(op.shape != shape for op in operands)):
         # numpy would broadcast or ignore these: let the shape rule explain.
         raise ValueError("sort: invalid operands")
-    if len(operands) == 1:
+    keys = [_orderable(k) for k in operands[:num_keys]]
+    if len(operands) == 1 and keys[0] is operands[0]:
         return [np.sort(operands[0], axis=dimension, kind="stable")]
     if num_keys == 1:
-        perm = np.argsort(operands[0], axis=dimension, kind="stable")
+        perm = np.argsort(keys[0], axis=dimension, kind="stable")
     else:
         # lexsort's primary key is its last.
-        perm = np.lexsort(operands[num_keys - 1::-1], axis=dimension)
+        perm = np.lexsort(keys[::-1], axis=dimension)
     if len(shape) == 1:
         return [op[perm] for op in operands]
     return [np.take_along_axis(op, perm, axis=dimension) for op in operands]
+
+
+def _orderable(key):
+    """A key numpy sorts in numpy's float order (NaN last). ml_dtypes' bfloat16 sorts
+    through a generic comparison that leaves NaNs where they fall; widening to float32
+    is exact and keeps the order."""
+    return key.astype(np.float32) if key.dtype == bfloat16 else key
 
 
 def _sort_jvp(primals, tangents, dimension, num_keys):

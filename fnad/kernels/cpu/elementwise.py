@@ -295,9 +295,15 @@ def real_operands(*xs):
 
 
 def _widened(x):
-    # Numba has no float16 arithmetic: compute in float32 and round back.
+    # Numba has no float16 or bfloat16 arithmetic: compute in float32 and round back.
     real_operands(x)
-    return x.astype(np.float32) if x.dtype == np.float16 else x
+    return x.astype(np.float32) if x.dtype == np.float16 or x.dtype == _BFLOAT16 else x
+
+
+def sign(x):
+    # ml_dtypes' bfloat16 sign keeps -0.0's sign bit; numpy's (every other float) gives 0.0
+    return np.sign(x.astype(np.float32)).astype(x.dtype) if x.dtype == _BFLOAT16 \
+        else np.sign(x)
 
 
 def logistic(x):

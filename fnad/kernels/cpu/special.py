@@ -16,6 +16,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ...dtypes import bfloat16 as _BFLOAT16
+
 EPS = 2.220446049250313e-16
 TINY = 1e-300
 MAX_ITERATIONS = 100000
@@ -1131,11 +1133,12 @@ def _fresnel_c(x):
 def _numpy_kernel(ufunc):
     def kernel(*args):
         dtype = args[0].dtype
-        if dtype.kind != "f" or any(a.dtype != dtype for a in args):
+        if (dtype.kind != "f" and dtype != _BFLOAT16) or any(a.dtype != dtype for a in args):
             # the primitive's shape rule then names the operands (Primitive.eval)
             raise TypeError(f"{kernel.__name__}: operands of one float dtype expected, "
                             f"got {', '.join(str(a.dtype) for a in args)}")
-        wide = [a.astype(np.float32) if a.dtype == np.float16 else a for a in args]
+        wide = [a.astype(np.float32) if a.dtype in (np.float16, _BFLOAT16) else a
+                for a in args]
         with np.errstate(all="ignore"):     # poles and overflow are values here, as in scipy
             return np.asarray(ufunc(*wide)).astype(dtype, copy=False)
     kernel.__name__ = ufunc.__name__.lstrip("_")
