@@ -17,6 +17,7 @@ Usage:
     .venv/bin/python bench/eager.py --quick      # fewer, shorter rounds
     .venv/bin/python bench/eager.py --rounds 50
     .venv/bin/python bench/eager.py --profile    # also cProfile fnad's grad call
+    .venv/bin/python bench/eager.py --cpu-time   # thread CPU time (a shared machine)
 
 The last thing printed is a markdown table ready to paste into bench/README.md.
 """
@@ -188,8 +189,11 @@ def calibrate(fn, target_ns):
         n *= 4
 
 
-def measure_interleaved(fns, rounds, target_ns, warmup_ns, settle_s=0.0):
-    """Median and min per-call time (µs) of each callable in `fns` {name: fn}.
+def measure_interleaved(fns, rounds, target_ns, warmup_ns, settle_s=0.0,
+                        clock=time.perf_counter_ns):
+    """Median and min per-call time (µs) of each callable in `fns` {name: fn}, read
+    off `clock` (wall time by default; time.thread_time_ns gives the calling thread's
+    CPU time, which other processes on a shared machine barely move).
 
     Each is warmed up and calibrated to n calls per round; then the rounds are
     interleaved (round r of every framework before round r+1 of any), so a transient
@@ -214,10 +218,10 @@ def measure_interleaved(fns, rounds, target_ns, warmup_ns, settle_s=0.0):
                 if settle_s:
                     time.sleep(settle_s)
                 gc.disable()
-                t0 = time.perf_counter_ns()
+                t0 = clock()
                 for _ in range(n):
                     fn()
-                dt = time.perf_counter_ns() - t0
+                dt = clock() - t0
                 if gc_was_enabled:
                     gc.enable()
                 per_call[name].append(dt / n / 1e3)
@@ -311,7 +315,13 @@ def main(argv=None):
                     help="comma-separated frameworks to run (default: all available)")
     ap.add_argument("--profile", action="store_true",
                     help="after timing, cProfile fnad's grad call and print the hotspots")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time with the calling thread's CPU time instead of wall time: "
+                         "steadier on a shared machine. fnad, numpy, autograd and torch "
+                         "(autograd on CPU) work on the calling thread; JAX dispatches to "
+                         "its own threads, so its CPU time here is a lower bound")
     args = ap.parse_args(argv)
+    clock = time.thread_time_ns if args.cpu_time else time.perf_counter_ns
     rounds = args.rounds or (10 if args.quick else 30)
     target_ns = int((args.round_ms or (5 if args.quick else 20)) * 1e6)
     warmup_ns = int((0.1 if args.quick else 0.5) * 1e9)
@@ -375,7 +385,7 @@ def main(argv=None):
                if name in fws and fws[name].get(key) is not None}
         print(f"timing {', '.join(labels[k] for k in keys)}: "
               f"{', '.join(name for _, name in fns)} ...", flush=True)
-        res = measure_interleaved(fns, rounds, target_ns, warmup_ns)
+        res = measure_interleaved(fns, rounds, target_ns, warmup_ns, clock=clock)
         for (key, name), r in res.items():
             results[(key, name)] = r
             print(f"  {labels[key]:28s} {name:9s} median {fmt_us(r['median']):>9s} µs   "
@@ -407,7 +417,9 @@ def main(argv=None):
 
     print("\n## Results (paste into bench/README.md)\n")
     print(f"Measured {datetime.date.today()} on {cpu_model()} ({os.cpu_count()} cores), "
-          f"`bench/eager.py --rounds {rounds}{' --quick' if args.quick else ''}`. "
+          f"`bench/eager.py --rounds {rounds}{' --quick' if args.quick else ''}"
+          f"{' --cpu-time' if args.cpu_time else ''}`"
+          f"{' (thread CPU time)' if args.cpu_time else ''}. "
           "× fnad = framework median / fnad median (>1: slower than fnad); "
           "the forward-only row is relative to fnad's grad.\n")
     print(markdown_table(rows))

@@ -117,6 +117,9 @@ def setup_fnad(params, x, y):
     import fnad.numpy as fnp
     from fnad import nn, optim
 
+    # Time the compiled kernels: with background compiles the first steps run through
+    # numpy until Numba is done, which on a loaded machine reaches into the timing.
+    fnad.config.update("background_compile", False)
     init, apply = nn.serial(
         nn.Conv(6, (5, 5)), nn.Relu, nn.MaxPool((2, 2), (2, 2)),
         nn.Conv(16, (5, 5)), nn.Relu, nn.MaxPool((2, 2), (2, 2)), nn.Flatten,
@@ -179,6 +182,7 @@ def setup_fnad_nchw(params, x, y):
     import fnad.numpy as fnp
     from fnad import lax, nn
 
+    fnad.config.update("background_compile", False)     # as in setup_fnad
     layout = ("NCHW", "OIHW", "NCHW")
 
     def conv_relu_pool(h, w, b):
