@@ -17,6 +17,11 @@ logger = logging.getLogger("fnad")
 # id, args dict or None). A list's append is atomic, so threads record without a lock.
 recording = None
 
+# Thread id -> the thread's name, taken when the thread records its first event: a
+# background compile thread has ended (and left threading.enumerate()) by the time
+# the profile is written.
+thread_names = {}
+
 now = time.perf_counter_ns
 
 
@@ -26,7 +31,10 @@ def record(name, category, start, end=None, args=None):
     events = recording
     if events is not None:
         end = now() if end is None else end
-        events.append((name, category, start, end - start, threading.get_ident(), args))
+        thread = threading.get_ident()
+        if thread not in thread_names:
+            thread_names[thread] = threading.current_thread().name
+        events.append((name, category, start, end - start, thread, args))
 
 
 class span:

@@ -43,7 +43,7 @@ def start_trace(log_dir, create_perfetto_link=False, create_perfetto_trace=False
                                "stop_trace() it first")
         os.makedirs(os.fspath(log_dir), exist_ok=True)
         _state["log_dir"] = os.fspath(log_dir)
-        _state["start"] = events.now()
+        events.thread_names.clear()
         events.recording = []
 
 
@@ -91,7 +91,8 @@ def trace_events(recorded):
         if args:
             event["args"] = {k: str(v) for k, v in args.items()}
         out.append(event)
-    names = {t.ident: t.name for t in threading.enumerate()}
+    names = dict(events.thread_names)
+    names.update((t.ident, t.name) for t in threading.enumerate() if t.ident not in names)
     for thread, tid in threads.items():
         out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
                     "args": {"name": names.get(thread, f"thread {tid}")}})

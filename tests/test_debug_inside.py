@@ -5,6 +5,8 @@ import inspect
 import json
 import logging
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import traceback
@@ -55,12 +57,16 @@ def _expected_counts(args):
     return len(program.eqns), sum(isinstance(s, Group) for s in partition(program))
 
 
-def test_draw_without_graphviz_gives_dot_with_a_hint(mlp, monkeypatch):
+def test_draw_without_graphviz_gives_dot_with_a_hint(mlp, monkeypatch, tmp_path):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     picture = fnad.draw(sgd_step)(*mlp)
     equations, groups = _expected_counts(mlp)
     assert picture.format == "dot" and picture.splitlines()[0].startswith("// fnad.draw:")
     assert "dot" in picture.splitlines()[0] and picture._repr_svg_() is None
+    picture.save(tmp_path / "step.dot")
+    assert (tmp_path / "step.dot").read_text() == picture.dot
+    with pytest.raises(RuntimeError, match="Graphviz"):
+        picture.save(tmp_path / "step.svg")
     nodes = [ln for ln in picture.dot.splitlines() if ln.strip().startswith("e")
              and "[label=" in ln and "->" not in ln]
     assert len(nodes) == equations == picture.equations
@@ -160,6 +166,27 @@ def test_profiler_records_staging_compiles_and_callbacks(tmp_path):
         fnad.profiler.stop_trace()
 
 
+def test_profiler_records_background_compiles_on_their_thread(tmp_path):
+    # a structure no other test compiles: its kernel is compiled (or loaded from the
+    # disk cache) on a background thread while the first call runs unfused
+    wait_for_compiles()     # (other tests' compiles: not this trace's)
+    with fnad.profiler.trace(tmp_path):
+        f = fnad.jit(lambda x: fnp.cosh(x) * fnp.arctan(x) - fnp.expm1(x) / 3.0)
+        f(fnp.ones((5, 3)))
+        wait_for_compiles()
+    main = threading.get_ident()
+    recorded = fnad.profiler._state["events"]
+    assert any(e[1] == "compile" and e[4] != main for e in recorded), recorded
+    with gzip.open(fnad.profiler.last_trace(), "rt") as file:
+        trace = json.load(file)
+    names = {e["tid"]: e["args"]["name"] for e in trace["traceEvents"]
+             if e["name"] == "thread_name"}
+    compiles = [e for e in trace["traceEvents"] if e.get("cat") == "compile"
+                and e["name"].startswith("compile ")]
+    # the thread has ended when the trace is written: its name was kept all the same
+    assert compiles and all(names[e["tid"]].startswith("fnad compile") for e in compiles)
+
+
 # --------------------------------------------------------------------------- logging
 
 def test_log_compiles_and_slow_first_calls_go_through_the_fnad_logger(caplog, monkeypatch):
@@ -209,6 +236,22 @@ def test_exit_notice_counts_running_compiles(caplog):
         release.set()
         worker.join()
     assert "waiting for background kernel compiles (1 thread)" in caplog.records[0].getMessage()
+
+
+def test_exit_notice_at_interpreter_exit():
+    # the notice comes from threading's exit hook, before the interpreter joins the
+    # (non-daemon) compile threads: a real process that exits with one still running
+    script = ("import threading, time, fnad\n"
+              "threading.Thread(target=time.sleep, args=(0.5,),"
+              " name='fnad compile k0').start()\n"
+              "print('script done', flush=True)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "script done\n"
+    notices = [ln for ln in done.stderr.splitlines() if "waiting for background" in ln]
+    assert notices == ["fnad: waiting for background kernel compiles (1 thread) to finish "
+                       "before exiting; they fill the kernel cache for the next run"]
 
 
 # --------------------------------------------------------------------------- tracebacks
