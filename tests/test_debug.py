@@ -3,6 +3,7 @@ values a host function sees, and the order it sees them in, under every transfor
 gradient hooks and layer interceptors. Printed output is captured and compared line
 by line with what numpy computes."""
 import io
+import math
 
 import numpy as np
 import pytest
@@ -82,6 +83,26 @@ def test_print_in_while_loop_cond_and_body_under_jit(capsys):
     assert lines_of(capsys) == ["cond 0", "body 0", "cond 1", "body 1", "cond 2"]
 
 
+def test_print_in_the_branch_cond_takes_and_under_jvp(capsys):
+    def f(x):
+        def up(x):
+            fnad.debug.print("up {}", x)
+            return x + 1.0
+
+        def down(x):
+            fnad.debug.print("down {}", x)
+            return x - 1.0
+        return lax.cond(x > 0, up, down, x)
+    for run in (f, fnad.jit(f)):
+        assert float(run(fnp.float32(2.0))) == 3.0 and float(run(fnp.float32(-2.0))) == -3.0
+        assert lines_of(capsys) == ["up 2.0", "down -2.0"]
+    # jvp (and jit of jvp) prints the primal values, once
+    for run in (fnad.jvp, lambda *a: fnad.jit(fnad.jvp, static_argnums=0)(*a)):
+        primal, tangent = run(printing, (fnp.asarray(X),), (fnp.asarray(np.ones(3)),))
+        np.testing.assert_allclose(tangent, np.sum(2 * np.cos(X)))
+        assert lines_of(capsys) == expected(X)
+
+
 def test_effects_are_kept_and_ordered_by_the_optimizer():
     # the printed value is otherwise unused and computed twice: neither DCE nor CSE
     # may remove or merge the callbacks
@@ -157,6 +178,47 @@ def test_pure_callback_without_a_rule_says_to_use_custom_jvp():
         fnad.jvp(f, (fnp.asarray(X),), (fnp.asarray(X),))
     with pytest.raises(GradientError, match="custom_jvp"):
         fnad.grad(f)(fnp.asarray(X))
+
+
+# A host function fnad cannot trace (math.erf, one element at a time) and its
+# derivative 2/sqrt(pi) exp(-x^2), both on the host, joined by custom_vjp.
+host_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+@fnad.custom_vjp
+def erf_on_host(x):
+    return fnad.pure_callback(host_erf, fnad.ShapeDtypeStruct(x.shape, x.dtype), x,
+                              vmap_method="expand_dims")
+
+
+def _erf_fwd(x):
+    return erf_on_host(x), x
+
+
+def _erf_bwd(x, cotangent):
+    slope = fnad.pure_callback(lambda a: 2 / np.sqrt(np.pi) * np.exp(-a * a),
+                               fnad.ShapeDtypeStruct(x.shape, x.dtype), x,
+                               vmap_method="expand_dims")
+    return (cotangent * slope,)
+
+
+erf_on_host.defvjp(_erf_fwd, _erf_bwd)
+
+
+def test_pure_callback_differentiated_through_custom_vjp():
+    x = np.array([0.3, 1.1, -2.0])
+    erf = np.array([math.erf(v) for v in x])
+    loss = (lambda x: fnp.sum(erf_on_host(x) ** 2))
+    expected = 2 * erf * 2 / math.sqrt(math.pi) * np.exp(-x ** 2)
+    for run in (fnad.grad(loss), fnad.jit(fnad.grad(loss)), fnad.grad(fnad.jit(loss))):
+        np.testing.assert_allclose(run(fnp.asarray(x)), expected, rtol=1e-14)
+    eps, f = 1e-6, (lambda v: sum(math.erf(a) ** 2 for a in v))
+    fd = [(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(3)]
+    np.testing.assert_allclose(expected, fd, rtol=1e-6)
+    # per-example gradients: vmap over grad calls both host functions once, batched
+    per_example = fnad.vmap(fnad.grad(lambda v: erf_on_host(v)))(fnp.asarray(x))
+    np.testing.assert_allclose(per_example, 2 / math.sqrt(math.pi) * np.exp(-x ** 2),
+                               rtol=1e-14)
 
 
 @pytest.mark.parametrize("method", ["sequential", "expand_dims", "broadcast_all"])
@@ -280,3 +342,52 @@ def test_interceptor_replaces_outputs():
     b1, b2 = params[4][0][1], params[5][1]
     np.testing.assert_allclose(out, np.broadcast_to(np.maximum(b1, 0) @ params[5][0] + b2,
                                                     (2, 10)), rtol=1e-5)
+
+
+
+def small_mlp():
+    init, apply = nn.serial(nn.Dense(3), nn.Relu, nn.Dense(2))
+    _, params = init(random.PRNGKey(2), (-1, 4))
+    return apply, params
+
+
+def mlp_reference(params, x, hidden_scale=1.0):
+    (W1, b1), _, (W2, b2) = [tuple(np.asarray(a) for a in p) for p in params]
+    return (np.maximum(x @ W1 + b1, 0) * hidden_scale) @ W2 + b2
+
+
+def test_interceptor_sees_and_replaces_inputs():
+    apply, params = small_mlp()
+    x = np.random.default_rng(3).standard_normal((5, 4)).astype(np.float32)
+    seen = {}
+
+    def zero_last_inputs(path, run, params, inputs):
+        seen[path] = np.asarray(inputs)
+        return run(params, inputs * 0.0 if path == "2:Dense" else inputs)
+    out = hooks.intercept(apply, zero_last_inputs)(params, fnp.asarray(x))
+    np.testing.assert_allclose(out, np.broadcast_to(np.asarray(params[2][1]), (5, 2)))
+    np.testing.assert_array_equal(seen["0:Dense"], x)
+    hidden = np.asarray(x @ np.asarray(params[0][0]) + np.asarray(params[0][1]))
+    np.testing.assert_allclose(seen["1:relu"], hidden, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(seen["2:Dense"], np.maximum(hidden, 0), rtol=1e-6, atol=1e-6)
+
+
+def test_interceptor_under_grad_and_vmap():
+    apply, params = small_mlp()
+    x = np.random.default_rng(4).standard_normal((5, 4))
+    doubled = hooks.forward_hook(apply, lambda path, i, o: o * 2.0 if path == "1:relu" else None)
+    np.testing.assert_allclose(doubled(params, fnp.asarray(x)),
+                               mlp_reference(params, x, 2.0), rtol=1e-5)
+    # d/dx sum(out) = (relu'(h) * 2) W2 summed over outputs, then through W1
+    (W1, b1), _, (W2, b2) = [tuple(np.asarray(a, np.float64) for a in p) for p in params]
+    active = (x @ W1 + b1 > 0).astype(np.float64)
+    expected = (active * 2.0 * W2.sum(axis=1)) @ W1.T
+    for run in (fnad.grad(lambda x: fnp.sum(doubled(params, x))),
+                fnad.jit(fnad.grad(lambda x: fnp.sum(doubled(params, x))))):
+        np.testing.assert_allclose(run(fnp.asarray(x)), expected, rtol=1e-5)
+    # per example under vmap: each activation gains the batch axis in front
+    out, acts = fnad.vmap(hooks.capture_activations(apply), in_axes=(None, 0))(
+        params, fnp.asarray(x[:, None, :]))
+    assert {k: tuple(v.shape) for k, v in acts.items()} == {
+        "0:Dense": (5, 1, 3), "1:relu": (5, 1, 3), "2:Dense": (5, 1, 2)}
+    np.testing.assert_allclose(out[:, 0], mlp_reference(params, x), rtol=1e-5)
