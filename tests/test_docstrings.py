@@ -6,7 +6,6 @@ The examples (`>>>` lines) run with doctest against the printed results; the doc
 (`python -m fnad.docs --strict --doctest`, in CI) runs them again with the guides'."""
 import doctest
 import json
-import importlib
 import inspect
 import sys
 import types
@@ -22,28 +21,12 @@ from fnad.docs.markdown import markdown_to_rst
 MODULES = public.modules()
 
 
-def _entries(module_name):
-    """(qualified name, object) for the module's public names and, for scipy.stats, its
-    distributions' functions."""
-    module = importlib.import_module(module_name)
-    for name in public.public_names(module_name):
-        yield f"{module_name}.{name}", getattr(module, name)
-    for sub in public.submodules(module_name):
-        qualified = f"{module_name}.{sub}"
-        yield qualified, getattr(module, sub)
-        for name in public.public_names(qualified):
-            yield f"{qualified}.{name}", getattr(getattr(module, sub), name)
-
-
-def _missing(entries):
-    return [name for name, obj in entries if not (public.docstring(obj) or "").strip()]
+_entries = public.entries
 
 
 @pytest.mark.parametrize("module_name", MODULES)
 def test_every_public_name_has_a_docstring(module_name):
-    module = importlib.import_module(module_name)
-    assert (module.__doc__ or "").strip(), f"{module_name} has no module docstring"
-    assert _missing(_entries(module_name)) == []
+    assert public.undocumented(module_name) == []
 
 
 def test_the_main_modules_are_checked():
@@ -77,8 +60,8 @@ def test_the_check_finds_a_missing_docstring():
         f.__module__ = module.__name__
     sys.modules[module.__name__] = module
     try:
-        assert _missing(_entries(module.__name__)) == [
-            "fnad_docless_example.Bare", "fnad_docless_example.bare"]
+        assert public.undocumented(module.__name__) == [
+            "fnad_docless_example", "fnad_docless_example.Bare", "fnad_docless_example.bare"]
     finally:
         del sys.modules[module.__name__]
 
@@ -150,7 +133,9 @@ def test_api_pages_have_an_entry_for_every_public_name():
     assert ".. autofunction:: fnad.optim.adamw" in page
     # a class already documented under another name points to that entry
     assert ".. autoclass:: fnad.Array" in build.api_page("fnad", seen)
-    assert ".. py:class:: fnad.numpy.ndarray" in build.api_page("fnad.numpy", seen)
+    numpy_page = build.api_page("fnad.numpy", seen)
+    assert ".. currentmodule:: fnad.numpy" in numpy_page
+    assert ".. py:class:: ndarray\n\n   The same class as :class:`fnad.Array`." in numpy_page
 
 
 def test_search_index_names_are_read(tmp_path):
@@ -160,3 +145,13 @@ def test_search_index_names_are_read(tmp_path):
              "terms": {"adamw": 2}}
     (tmp_path / "searchindex.js").write_text("Search.setIndex(" + json.dumps(index) + ")")
     assert build.search_index_names(tmp_path) == {"grad", "scan"}
+
+
+def test_entries_without_anchor_are_found(tmp_path, monkeypatch):
+    from fnad.docs import build
+    monkeypatch.setattr(public, "modules", lambda: ["fnad.io"])
+    names = [name for name, _ in public.entries("fnad.io")]
+    (tmp_path / "api").mkdir()
+    page = "".join(f'<dt id="{n}">' for n in names[1:]) + f'<dt id="fnad.io.{names[0]}">'
+    (tmp_path / "api" / "fnad.io.html").write_text(page)
+    assert build.entries_without_anchor(tmp_path) == names[:1]

@@ -8,6 +8,7 @@ import os
 import pathlib
 import re
 import shutil
+import types
 
 from . import public
 from .markdown import markdown_to_rst
@@ -28,15 +29,17 @@ def _entry(module_name, name, obj, classes_seen):
     documented already under another name (fnad.Array is fnad.numpy.ndarray) gets a
     pointer to that entry, since autodoc registers a class under its defining module's
     name too, and a second full entry would describe that name twice."""
+    # The hand-written directives (py:data, py:class) take the bare name: the page's
+    # currentmodule prefixes it (a qualified name would become fnad.numpy.fnad.numpy.x).
     qualified = f"{module_name}.{name}"
     origin = getattr(obj, "__module__", "") or ""
     if not origin.startswith("fnad"):
-        return [f".. py:data:: {qualified}", "",
+        return [f".. py:data:: {name}", "",
                 f"   numpy's own ``{origin}.{getattr(obj, '__name__', name)}``, re-exported "
                 "unchanged.", ""]
     if isinstance(obj, type):
         if id(obj) in classes_seen:
-            return [f".. py:class:: {qualified}", "",
+            return [f".. py:class:: {name}", "",
                     f"   The same class as :class:`{classes_seen[id(obj)]}`.", ""]
         classes_seen[id(obj)] = qualified
         return [f".. autoclass:: {qualified}", "   :members:", ""]
@@ -227,6 +230,19 @@ def search_index_names(html_dir):
             for entry in entries}
 
 
+def entries_without_anchor(html_dir):
+    """The public names (fnad.numpy.where, ...) that the built API pages have no entry
+    for: no element whose id is the qualified name, which is what search results and
+    cross-references link to (a submodule's entry is its section, not checked here)."""
+    missing = []
+    for module_name in public.modules():
+        page = pathlib.Path(html_dir) / "api" / f"{module_name}.html"
+        ids = set(re.findall(r'id="([^"]+)"', page.read_text())) if page.exists() else set()
+        missing += [name for name, obj in public.entries(module_name)
+                    if name not in ids and not isinstance(obj, types.ModuleType)]
+    return missing
+
+
 def _sources_changed_since(environment):
     if not environment.exists():
         return False
@@ -236,7 +252,9 @@ def _sources_changed_since(environment):
 
 def build(out=None, strict=False, doctest=False, clean=False):
     """Generate the pages and build HTML into `out` (docs/_build/html); `strict` turns
-    warnings into errors, `doctest` runs every `>>>` example after the HTML build.
+    warnings into errors and a public name without a docstring into one, `doctest` runs
+    every `>>>` example after the HTML build. Every build checks that the API pages have
+    an entry for every public name and that the search index finds SEARCH_TERMS.
     Returns the HTML folder."""
     from sphinx.cmd.build import build_main
 
@@ -248,6 +266,10 @@ def build(out=None, strict=False, doctest=False, clean=False):
     if clean:
         shutil.rmtree(doctrees, ignore_errors=True)
         shutil.rmtree(out, ignore_errors=True)
+    if strict:
+        undocumented = [n for m in public.modules() for n in public.undocumented(m)]
+        if undocumented:
+            raise SystemExit(f"public names without a docstring: {undocumented}")
     write_api_pages()
     write_notebook_pages()
     write_markdown_pages()
@@ -261,6 +283,9 @@ def build(out=None, strict=False, doctest=False, clean=False):
     missing = [t for t in SEARCH_TERMS if t not in search_index_names(out)]
     if missing:
         raise SystemExit(f"the search index lacks {missing}")
+    missing = entries_without_anchor(out)
+    if missing:
+        raise SystemExit(f"the API pages have no entry for {missing}")
     if doctest and build_main(["-b", "doctest", *flags, str(SOURCE),
                                str(SOURCE / "_build" / "doctest")]):
         raise SystemExit("a doctest failed (see docs/_build/doctest/output.txt)")

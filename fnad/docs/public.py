@@ -90,6 +90,27 @@ def submodules(module_name):
                   and getattr(module, n).__name__.startswith(module_name))
 
 
+def entries(module_name):
+    """(qualified name, object) for each entry of a module's API page: its public names
+    and, for scipy.stats, its distributions and their public names."""
+    module = importlib.import_module(module_name)
+    for name in public_names(module_name):
+        yield f"{module_name}.{name}", getattr(module, name)
+    for sub in submodules(module_name):
+        qualified = f"{module_name}.{sub}"
+        yield qualified, getattr(module, sub)
+        for name in public_names(qualified):
+            yield f"{qualified}.{name}", getattr(getattr(module, sub), name)
+
+
+def undocumented(module_name):
+    """The module's entries without a docstring, and the module itself when it has none."""
+    module = importlib.import_module(module_name)
+    missing = [] if (module.__doc__ or "").strip() else [module_name]
+    return missing + [name for name, obj in entries(module_name)
+                      if not (docstring(obj) or "").strip()]
+
+
 def docstring(obj):
     """The object's own docstring (a class's, not one inherited from object or a base)."""
     if inspect.isclass(obj):

@@ -52,7 +52,7 @@ class _ScalarMeta(type):
 def _scalar_type(name, dtype):
     return _ScalarMeta(name, (), {"dtype": dtypes.check_supported(dtype),
                                   "__module__": __name__,
-                                  "__doc__": f"The {dtype} dtype; calling it converts a "
+                                  "__doc__": f"The {np.dtype(dtype).name} dtype; calling it converts a "
                                              f"value to an fnad Array of that dtype."})
 
 
