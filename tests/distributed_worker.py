@@ -2,7 +2,8 @@
 (each launch pays for importing numba and compiling). Exits nonzero (MPI Abort, with
 the rank and the failed assertion named) when a check fails; rank 0 prints OK.
 
-    distributed_worker.py checks          collectives, derivatives, equivalence, data
+    distributed_worker.py checks          collectives, derivatives, data, bucketing,
+                                          equivalence
     distributed_worker.py fail DIR STEP   train; process 1 raises at STEP; rank 0
                                           checkpoints to DIR after every step
     distributed_worker.py gpu             collectives on GPU arrays (CUDA simulator)
@@ -60,6 +61,22 @@ def collective_checks():
                     close(a, b, 1e-6 if np.asarray(a).dtype == np.float32 else 1e-14,
                           f"{name} {mode}")
 
+    # vmap inside shard_map: each process maps over its B examples, the collectives
+    # still combine over the processes (their batching rules re-bind them on the
+    # batched values), against the unbatched reference run once per example
+    A = rng.normal(size=(K, 2, 3))
+    for name, f in funcs.items():
+        per_example = [fnad.vmap(f, axis_name="p")(A[:, b]) for b in range(A.shape[1])]
+        ref = fnad.tree_util.tree_map(lambda *o: np.stack([np.asarray(v)[RANK] for v in o]),
+                                      *per_example)
+        for mode, g in (("eager", D.shard_map(fnad.vmap(f), "p")),
+                        ("jit", fnad.jit(D.shard_map(fnad.vmap(f), "p")))):
+            got = g(A[RANK])
+            for a, b in zip(fnad.tree_util.tree_leaves(got), fnad.tree_util.tree_leaves(ref)):
+                assert np.asarray(a).dtype == np.asarray(b).dtype, (name, mode)
+                close(a, b, 1e-6 if np.asarray(a).dtype == np.float32 else 1e-14,
+                      f"vmap of {name} {mode}")
+
     # derivatives: each process's vjp/jvp (the collectives' own rules, over MPI) equal
     # the vmap reference's rows
     Y = rng.normal(size=(K, 3))
@@ -67,8 +84,12 @@ def collective_checks():
         "psum": lambda x: lax.psum(x, "p") * x,
         "pmean": lambda x: fnp.sin(lax.pmean(x * x, "p")),
         "pmax": lambda x: lax.pmax(x, "p") * x,
+        "pmin": lambda x: fnp.exp(lax.pmin(x, "p")),
         "all_gather": lambda x: lax.all_gather(x, "p") ** 2,
+        "all_gather tiled": lambda x: fnp.tanh(lax.all_gather(x, "p", axis=0, tiled=True)),
         "psum_scatter": lambda x: lax.psum_scatter(fnp.outer(fnp.arange(K * 1.0), x), "p"),
+        "psum_scatter tiled": lambda x: lax.psum_scatter(
+            fnp.outer(fnp.arange(K * 2.0), x) * x[0], "p", tiled=True) ** 2,
         "ppermute": lambda x: lax.ppermute(x, "p", ring) * x,
     }
     for name, f in grads.items():
@@ -81,6 +102,26 @@ def collective_checks():
         t = D.shard_map(lambda x, t: fnad.jvp(f, (x,), (t,))[1], "p")(Y[RANK], T[RANK])
         close(ct, np.asarray(ref_ct)[RANK], 1e-13, f"vjp {name}")
         close(t, np.asarray(ref_t)[RANK], 1e-13, f"jvp {name}")
+        # against float64 central differences of the whole job (every process moves
+        # its input along its row of T): the jvp directly, the vjp by the dot test
+        # sum_k <C_k, (J T)_k> = sum_k <(J^T C)_k, T_k>, summed over processes by psum
+        h = 1e-6
+        run = D.shard_map(f, "p")
+        fd = (np.asarray(run(Y[RANK] + h * T[RANK])) - np.asarray(run(Y[RANK] - h * T[RANK]))) \
+            / (2 * h)
+        close(t, fd, 1e-6, f"jvp {name} vs finite differences")
+        total = D.shard_map(lambda a, b: lax.psum(fnp.stack([a, b]), "p"), "p")
+        lhs, rhs = np.asarray(total(np.vdot(C[RANK], fd), np.vdot(np.asarray(ct), T[RANK])))
+        close(lhs, rhs, 1e-6, f"vjp {name} vs finite differences")
+
+    # grad (outside) of a jitted function holding collectives, and grad inside jit
+    w = rng.normal(size=3)
+    inner = fnad.jit(lambda w, x: lax.pmean(fnp.tanh(x * w), "p") * lax.psum(x @ w, "p"))
+    loss = lambda w, x: fnp.sum(inner(w, x) ** 2)      # noqa: E731
+    ref = fnad.vmap(fnad.grad(loss), in_axes=(None, 0), axis_name="p")(w, Y)
+    for mode, g in (("grad of jit", D.shard_map(fnad.grad(loss), "p")),
+                    ("jit of grad of jit", fnad.jit(D.shard_map(fnad.grad(loss), "p")))):
+        close(g(w, Y[RANK]), np.asarray(ref)[RANK], 1e-12, mode)
 
     # an unbound name is an error here too
     try:
@@ -89,6 +130,35 @@ def collective_checks():
         assert "'nope'" in str(err)
     else:
         raise AssertionError("psum over an unbound name did not raise")
+
+
+# --------------------------------------------------------------------------- communicators
+
+def communicator_checks():
+    """initialize() joins COMM_WORLD by default, or the communicator it is given."""
+    from mpi4py import MPI
+    assert D.is_initialized() and D.communicator() is MPI.COMM_WORLD
+    try:
+        D.initialize("world")
+    except TypeError as err:
+        assert "communicator" in str(err)
+    else:
+        raise AssertionError("initialize accepted a string")
+    if K == 1:
+        return
+    # the even and the odd ranks as two jobs of their own
+    group = MPI.COMM_WORLD.Split(RANK % 2, RANK)
+    D.initialize(group)
+    try:
+        assert D.process_count() == group.Get_size() and D.process_index() == RANK // 2
+        for g in (D.shard_map(lambda v: lax.psum(v, "half"), "half"),
+                  fnad.jit(D.shard_map(lambda v: lax.psum(v, "half"), "half"))):
+            total = g(np.float64(RANK))
+            assert float(total) == sum(r for r in range(K) if r % 2 == RANK % 2), total
+    finally:
+        D.initialize(MPI.COMM_WORLD)
+        group.Free()
+    assert D.process_count() == K and D.process_index() == RANK
 
 
 # --------------------------------------------------------------------------- equivalence
@@ -141,6 +211,27 @@ def equivalence_checks():
         ref = train(opt, params, whole, fnad.jit(whole_step))
         for a, b in zip(fnad.tree_util.tree_leaves(ours), fnad.tree_util.tree_leaves(ref)):
             close(a, b, 1e-10, "parameters after 20 steps")
+
+
+def bucketing_checks():
+    """A jitted step pmean-ing a 12-leaf gradient makes one MPI call, an Allreduce."""
+    rng = np.random.default_rng(5)
+    widths = [5, 8, 8, 8, 8, 8, 3]
+    params = [(rng.normal(size=(a, b)) * 0.4, rng.normal(size=b) * 0.1)
+              for a, b in zip(widths, widths[1:])]
+    assert len(fnad.tree_util.tree_leaves(params)) == 12
+    x, y = rng.normal(size=(4 * K, 5)), rng.normal(size=(4 * K, 3))
+    step = fnad.jit(D.shard_map(
+        lambda p, x, y: lax.pmean(fnad.grad(mlp_loss)(p, x, y), "p"), "p"))
+    ref = fnad.grad(mlp_loss)(params, x, y)
+    for _ in range(3):              # the first call and the compiled program
+        before = D.mpi_call_counts()
+        got = step(params, x[4 * RANK:4 * RANK + 4], y[4 * RANK:4 * RANK + 4])
+        after = D.mpi_call_counts()
+        made = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+        assert made == {"Allreduce": 1}, made
+        for a, b in zip(fnad.tree_util.tree_leaves(got), fnad.tree_util.tree_leaves(ref)):
+            close(a, b, 1e-12, "12-leaf pmean-ed gradient")
 
 
 def data_checks():
@@ -199,6 +290,8 @@ if __name__ == "__main__":
     if sys.argv[1] == "checks":
         collective_checks()
         data_checks()
+        communicator_checks()
+        bucketing_checks()
         equivalence_checks()
         if RANK == 0:
             print("OK", D.mpi_call_counts(), flush=True)
