@@ -295,8 +295,8 @@ def _onnx_gather(b, operand, indices, mode):
 
 def _onnx_scatter(name):
     """scatter_<op> as ScatterND with that reduction. A "fill" scatter drops the updates
-    of out-of-range rows: they become the reduction's identity at a clamped row (a
-    replacing scatter has none, so that combination has no lowering)."""
+    of out-of-range rows: they become the reduction's identity at a clamped row, or,
+    for a replacing scatter (which has none), land in an extra row sliced off after."""
     reduction = {"scatter": "none", "scatter_add": "add", "scatter_mul": "mul",
                  "scatter_min": "min", "scatter_max": "max"}[name]
 
@@ -304,7 +304,7 @@ def _onnx_scatter(name):
         idx, inside = _onnx_index_rows(b, operand, indices, mode)
         if inside is not None:
             if reduction == "none":
-                b.fail('a replacing scatter with mode="fill" (out-of-range rows dropped)')
+                return _onnx_scatter_dropping(b, operand, indices, updates, idx, inside)
             dtype = b.dtype(updates)
             neutral = {"add": 0, "mul": 1}.get(reduction)
             if neutral is None:
@@ -322,6 +322,20 @@ def _onnx_scatter(name):
     return rule
 
 
+def _onnx_scatter_dropping(b, operand, indices, updates, idx, inside):
+    """A replacing ScatterND whose out-of-range rows write to an extra row past the end
+    of axis 0, which is sliced off afterwards."""
+    k, rank = b.aval(indices).shape[-1], b.aval(operand).ndim
+    padded = b.op("Pad", operand, b.ints([0] * rank + [1] + [0] * (rank - 1)),
+                  b.scalar(0, b.dtype(operand)), mode="constant")
+    first = b.op("Slice", idx, b.ints([0]), b.ints([1]), b.ints([-1]))
+    past_end = b.op("Shape", operand, start=0, end=1)
+    first = b.op("Where", b.op("Unsqueeze", inside, b.ints([-1])), first, past_end)
+    if k > 1:
+        first = b.op("Concat", first, b.op("Slice", idx, b.ints([1]), b.ints([k]),
+                                           b.ints([-1])), axis=-1)
+    out = b.op("ScatterND", padded, first, updates)
+    return b.op("Slice", out, b.ints([0]), b.ints([-1]), b.ints([0]))
 
 
 def _onnx_clamped_starts(b, operand, starts, sizes):

@@ -30,11 +30,19 @@ def is_float(b, x):
 # --------------------------------------------------------------------------- elementwise
 
 def _nan_through(b, out, *xs):
-    """NaN in, NaN out, as numpy gives for sign and rounding; ONNX leaves it open."""
+    """numpy's maximum/minimum/sign give NaN for a NaN operand; ONNX leaves it open."""
     for x in reversed(xs):
         if is_float(b, x):
             out = b.op("Where", b.op("IsNaN", x), x, out)
     return out
+
+
+def _nonzero(b, x, dtype, nan=False):
+    """x != 0 (and true for NaN with nan=True), for a Where that keeps a -0.0 in its
+    last operand: ONNX Runtime drops the sign of a -0.0 taken from the middle one, and
+    its optimizer swaps the operands of a Where whose condition is a Not."""
+    out = b.op("Greater", b.op("Abs", x), b.scalar(0, dtype))
+    return b.op("Or", out, b.op("IsNaN", x)) if nan else out
 
 
 def _pick(b, x, y, compare, dtype):
@@ -63,11 +71,27 @@ def sign(b, x):
 
 
 def log1p(b, x):
-    return b.op("Log", b.op("Add", x, b.scalar_like(1, x)))
+    """log(u) * (x / (u - 1)) with u = 1 + x (Goldberg, "What every computer scientist
+    should know about floating-point arithmetic", thm. 4): log(1 + x) alone loses every
+    digit of a small x (1e-7 gave 1.19e-7). x itself where u - 1 is 0 (so -0.0 stays)."""
+    u = b.op("Add", b.scalar_like(1, x), x)
+    d = b.op("Sub", u, b.scalar_like(1, x))
+    log = b.op("Log", u)
+    general = b.op("Where", b.op("IsInf", u), log, b.op("Mul", log, b.op("Div", x, d)))
+    return b.op("Where", _nonzero(b, d, b.dtype(x)), general, x)
 
 
 def expm1(b, x):
-    return b.op("Sub", b.op("Exp", x), b.scalar_like(1, x))
+    """(u - 1) * (x / log(u)) with u = exp(x) (Kahan's trick): exp(x) - 1 alone loses
+    every digit of a small x. x where u is 1, -1 where u - 1 is -1, inf where u is."""
+    one = b.scalar_like(1, x)
+    u = b.op("Exp", x)
+    d = b.op("Sub", u, one)
+    general = b.op("Mul", d, b.op("Div", x, b.op("Log", u)))
+    general = b.op("Where", b.op("IsInf", u), u, general)
+    general = b.op("Where", b.op("Equal", d, b.scalar_like(-1, x)), b.scalar_like(-1, x),
+                   general)
+    return b.op("Where", _nonzero(b, d, b.dtype(x)), general, x)
 
 
 def rsqrt(b, x):
@@ -75,8 +99,17 @@ def rsqrt(b, x):
 
 
 def cbrt(b, x):
-    return b.op("Mul", b.op("Sign", x),
-                b.op("Pow", b.op("Abs", x), b.scalar_like(1 / 3, x)))
+    """|x| ** (1/3) (1/3 rounded to float32 is off by 1e-8: 7 ulp at 1e-30), then one
+    Newton step (2r + a / r / r) / 3, written so r**3 never overflows; the sign put
+    back; x itself for ±0 and ±inf."""
+    a = b.op("Abs", x)
+    r = b.op("Pow", a, b.scalar_like(1 / 3, x))
+    newton = b.op("Div", b.op("Add", b.op("Add", r, r), b.op("Div", b.op("Div", a, r), r)),
+                  b.scalar_like(3, x))
+    signed = b.op("Where", b.op("Less", x, b.scalar_like(0, x)), b.op("Neg", newton), newton)
+    finite = b.op("And", _nonzero(b, x, b.dtype(x), nan=True),
+                  b.op("Not", b.op("IsInf", x)))
+    return b.op("Where", finite, signed, x)
 
 
 def atan2(b, y, x):
@@ -102,7 +135,17 @@ def _negative_zero(b, x):
 
 
 def hypot(b, x, y):
-    return b.op("Sqrt", b.op("Add", b.op("Mul", x, x), b.op("Mul", y, y)))
+    """m * sqrt(1 + (n / m)^2) with m, n the larger and smaller magnitude, so squares
+    neither overflow (hypot(1e20, 1e20) in float32) nor underflow; inf wins over NaN
+    (numpy's hypot(inf, nan) is inf)."""
+    a, c = b.op("Abs", x), b.op("Abs", y)
+    m = _pick(b, a, c, "Greater", b.dtype(x))
+    n = _pick(b, a, c, "Less", b.dtype(x))
+    r = b.op("Div", n, m)
+    h = b.op("Mul", m, b.op("Sqrt", b.op("Add", b.scalar_like(1, x), b.op("Mul", r, r))))
+    h = b.op("Where", b.op("Equal", m, b.scalar_like(0, x)), m, h)
+    return b.op("Where", b.op("Or", b.op("IsInf", a), b.op("IsInf", c)),
+                b.scalar_like(np.inf, x), h)
 
 
 def round_(b, x, rounding_method):
@@ -166,19 +209,41 @@ def remainder(b, x, y):
         return b.op("Mod", x, y, fmod=0)
     r = b.op("Mod", x, y, fmod=1)
     zero = b.scalar_like(0, x)
-    fix = b.op("And", b.op("Not", b.op("Equal", r, zero)),
-               b.op("Xor", b.op("Less", r, zero), b.op("Less", y, zero)))
-    return b.op("Where", fix, b.op("Add", r, y), r)
+    nonzero = _nonzero(b, r, b.dtype(x), nan=True)
+    fix = b.op("And", nonzero, b.op("Xor", b.op("Less", r, zero), b.op("Less", y, zero)))
+    # numpy: a zero remainder has the divisor's sign (-3.0 % 1.5 is 0.0, not -0.0)
+    return b.op("Where", nonzero, b.op("Where", fix, b.op("Add", r, y), r),
+                b.op("Mul", b.op("Sign", y), zero))
 
 
 def floor_divide(b, x, y):
     if is_float(b, x):
-        return b.op("Floor", b.op("Div", x, y))
+        return _floor_divide_float(b, x, y)
     q = b.op("Div", x, y)
     zero = b.scalar_like(0, x)
     inexact = b.op("Not", b.op("Equal", b.op("Mod", x, y, fmod=1), zero))
     signs = b.op("Xor", b.op("Less", x, zero), b.op("Less", y, zero))
     return b.op("Sub", q, b.cast(b.op("And", inexact, signs), b.dtype(x)))
+
+
+def _floor_divide_float(b, x, y):
+    """numpy's npy_divmod: (x - fmod(x, y)) / y, one less when the remainder's sign
+    differs from y's, then rounded to the nearest whole number. floor(x / y) differs
+    where x / y rounds up to a whole number (1.0 // 0.1 is 9.0, floor(1.0 / 0.1) is
+    10.0). x / y where y is 0; a zero quotient has x / y's sign."""
+    zero, one = b.scalar_like(0, x), b.scalar_like(1, x)
+    mod = b.op("Mod", x, y, fmod=1)
+    div = b.op("Div", b.op("Sub", x, mod), y)
+    fix = b.op("And", b.op("Not", b.op("Equal", mod, zero)),
+               b.op("Xor", b.op("Less", mod, zero), b.op("Less", y, zero)))
+    div = b.op("Where", fix, b.op("Sub", div, one), div)
+    floor = b.op("Floor", div)
+    up = b.op("Greater", b.op("Sub", div, floor), b.scalar_like(0.5, x))
+    floor = b.op("Where", up, b.op("Add", floor, one), floor)
+    quotient = b.op("Div", x, y)
+    out = b.op("Where", _nonzero(b, div, b.dtype(x), nan=True), floor,
+               b.op("Mul", quotient, zero))
+    return b.op("Where", b.op("Equal", y, zero), quotient, out)
 
 
 def convert_element_type(b, x, new_dtype):

@@ -142,6 +142,9 @@ def _custom_call_batch(args, batch_dims, rules, program):
 
 
 def _onnx_custom_call(b, *args, rules, program):
+    # The forward program is the whole computation; the derivative rules (new objects
+    # at every staging, so they "move" with a dynamic size) are never read.
+    b.cover("rules")
     consts = [b.const(np.asarray(c)) for c in program.consts]
     return b.lower(program.program, consts + list(args))
 
