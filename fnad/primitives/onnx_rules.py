@@ -30,7 +30,7 @@ def is_float(b, x):
 # --------------------------------------------------------------------------- elementwise
 
 def _nan_through(b, out, *xs):
-    """numpy's maximum/minimum/sign give NaN for a NaN operand; ONNX leaves it open."""
+    """NaN in, NaN out, as numpy gives for sign and rounding; ONNX leaves it open."""
     for x in reversed(xs):
         if is_float(b, x):
             out = b.op("Where", b.op("IsNaN", x), x, out)
