@@ -70,6 +70,11 @@ class Primitive:
     effect: True for primitives whose running is observable beyond their outputs
             (host callbacks, printing, collectives): the optimizer never folds,
             merges, reorders or removes them, nor a call whose program holds one
+            (but see combinable)
+    combinable: True for multiple-result primitives that treat each operand on its
+            own, so bind(*a, *b) == bind(*a) + bind(*b) for equal params: the
+            optimizer may make nearby independent calls one call (the collectives'
+            all-reduces, so a step's gradient leaves cross the network in one message)
 
     multiple_results: impl, abstract_eval and the rules give lists, one per output.
     """
@@ -77,7 +82,7 @@ class Primitive:
     def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch,
                  scalar=None, reduction=None, index_map=None, simplify=None,
                  numba_source=None, onnx=None, precision=None, effect=False,
-                 multiple_results=False, selective_vjp=False):
+                 combinable=False, multiple_results=False, selective_vjp=False):
         if name in PRIMITIVES:
             raise ValueError(f"primitive {name!r} is declared twice")
         self.name = name
@@ -94,6 +99,7 @@ class Primitive:
         self.onnx = onnx
         self.precision = precision
         self.effect = effect
+        self.combinable = combinable
         self.multiple_results = multiple_results
         self.selective_vjp = selective_vjp
         PRIMITIVES[name] = self

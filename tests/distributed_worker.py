@@ -214,7 +214,8 @@ def equivalence_checks():
 
 
 def bucketing_checks():
-    """A jitted step pmean-ing a 12-leaf gradient makes one MPI call, an Allreduce."""
+    """A jitted step pmean-ing a 12-leaf gradient makes one MPI call, an Allreduce,
+    whether the tree is pmean-ed at once or leaf by leaf."""
     rng = np.random.default_rng(5)
     widths = [5, 8, 8, 8, 8, 8, 3]
     params = [(rng.normal(size=(a, b)) * 0.4, rng.normal(size=b) * 0.1)
@@ -224,14 +225,20 @@ def bucketing_checks():
     step = fnad.jit(D.shard_map(
         lambda p, x, y: lax.pmean(fnad.grad(mlp_loss)(p, x, y), "p"), "p"))
     ref = fnad.grad(mlp_loss)(params, x, y)
-    for _ in range(3):              # the first call and the compiled program
-        before = D.mpi_call_counts()
-        got = step(params, x[4 * RANK:4 * RANK + 4], y[4 * RANK:4 * RANK + 4])
-        after = D.mpi_call_counts()
-        made = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
-        assert made == {"Allreduce": 1}, made
-        for a, b in zip(fnad.tree_util.tree_leaves(got), fnad.tree_util.tree_leaves(ref)):
-            close(a, b, 1e-12, "12-leaf pmean-ed gradient")
+    # one pmean of the whole tree, and one pmean per leaf (the optimizer combines them)
+    per_leaf = fnad.jit(D.shard_map(
+        lambda p, x, y: fnad.tree_util.tree_map(lambda g: lax.pmean(g, "p"),
+                                                fnad.grad(mlp_loss)(p, x, y)), "p"))
+    for step in (step, per_leaf):
+        for _ in range(3):              # the first call and the compiled program
+            before = D.mpi_call_counts()
+            got = step(params, x[4 * RANK:4 * RANK + 4], y[4 * RANK:4 * RANK + 4])
+            after = D.mpi_call_counts()
+            made = {k: after[k] - before.get(k, 0) for k in after
+                    if after[k] != before.get(k, 0)}
+            assert made == {"Allreduce": 1}, made
+            for a, b in zip(fnad.tree_util.tree_leaves(got), fnad.tree_util.tree_leaves(ref)):
+                close(a, b, 1e-12, "12-leaf pmean-ed gradient")
 
 
 def data_checks():

@@ -12,7 +12,7 @@ import pytest
 
 import fnad
 import fnad.numpy as fnp
-from fnad import lax
+from fnad import core, lax
 from fnad.kernels.cpu import matmul as matmul_kernels
 from fnad.program import evaluate
 from fnad.staged.staging import stage_flat
@@ -310,3 +310,72 @@ def test_recompute_never_keeps_a_new_value():
 
     raw, opt = _staged(g, [np.ones((3, 3)), np.ones((3, 3))])
     assert [e.prim.name for e in opt.program.eqns].count("mul") == 2
+
+
+# --------------------------------------------------------------------------- combining
+
+@pytest.fixture
+def negate_each():
+    """A combinable primitive (negates each operand on its own; `tag` a param) and an
+    effect, declared for these tests and removed from the registry afterwards."""
+    made = []
+
+    def declare(name, **rules):
+        made.append(core.Primitive(name, **rules))
+        return made[-1]
+    negate = declare("test_rewrites_negate_each",
+                     abstract_eval=lambda *avals, tag: list(avals),
+                     impl=lambda *xs, tag: [-x for x in xs], jvp=lambda p, t, tag: None,
+                     vjp=lambda g, out, *xs, tag: None, batch=lambda a, d, tag: None,
+                     combinable=True, multiple_results=True)
+    seen = []
+    effect = declare("test_rewrites_observe",
+                     abstract_eval=lambda x: [], impl=lambda x: seen.append(x) or [],
+                     jvp=lambda p, t: None, vjp=lambda g, out, x: None,
+                     batch=lambda a, d: None, effect=True, multiple_results=True)
+    yield negate, effect
+    for prim in made:
+        del core.PRIMITIVES[prim.name]
+
+
+def test_independent_combinable_calls_become_one(negate_each):
+    negate, observe = negate_each
+
+    def f(a, b, c, d):
+        x, = negate.bind(a, tag=1)
+        y = b * 2.0                                  # independent work in between
+        z, = negate.bind(y, tag=1)
+        w, = negate.bind(c, tag=2)                   # other params: its own call
+        v, = negate.bind(d, tag=1)
+        return x, z, w, v
+    args = [np.arange(3.0) + i for i in range(4)]
+    raw, opt = _staged(f, args)
+    assert _prims(raw).count("test_rewrites_negate_each") == 4
+    calls = [e for e in opt.program.eqns if e.prim is negate]
+    assert [(e.params["tag"], len(e.inputs)) for e in calls] == [(1, 2), (2, 1), (1, 1)]
+    for got, want in zip(_run(opt, args), _run(raw, args)):
+        assert _bitwise_equal(got, want)
+
+
+def test_a_call_reading_an_earlier_one_or_an_effect_between_keeps_them_apart(negate_each):
+    negate, observe = negate_each
+
+    def chained(a, b):
+        x, = negate.bind(a, tag=1)
+        y, = negate.bind(x + b, tag=1)                # reads the first call's output
+        return x, y
+
+    def around_an_effect(a, b):
+        x, = negate.bind(a, tag=1)
+        observe.bind(b)
+        y, = negate.bind(b, tag=1)
+        return x, y
+    args = [np.arange(3.0), np.ones(3)]
+    for f in (chained, around_an_effect):
+        raw, opt = _staged(f, args)
+        assert [len(e.inputs) for e in opt.program.eqns if e.prim is negate] == [1, 1]
+        for got, want in zip(_run(opt, args), _run(raw, args)):
+            assert _bitwise_equal(got, want)
+    raw, opt = _staged(around_an_effect, args)        # the effect stays between them
+    assert [e.prim for e in opt.program.eqns if e.prim in (negate, observe)] == \
+        [negate, observe, negate]

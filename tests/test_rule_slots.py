@@ -36,7 +36,7 @@ CALLABLE_SLOTS = {
 }
 REQUIRED = ("abstract_eval", "impl", "jvp", "vjp", "batch")
 OPTIONAL = ("scalar", "reduction", "index_map", "simplify", "numba_source")
-SLOTS = REQUIRED + OPTIONAL + ("multiple_results", "selective_vjp")
+SLOTS = REQUIRED + OPTIONAL + ("multiple_results", "selective_vjp", "combinable")
 
 
 def _positional(fn):
@@ -118,9 +118,11 @@ def slot_problems(prim):
         problems.append(f"scalar: {_scalar_problem(prim.scalar)}")
     if prim.reduction is not None and _reduction_problem(prim.reduction):
         problems.append(f"reduction: {_reduction_problem(prim.reduction)}")
-    for flag in ("multiple_results", "selective_vjp"):
+    for flag in ("multiple_results", "selective_vjp", "combinable"):
         if not isinstance(getattr(prim, flag), bool):
             problems.append(f"{flag}: not a bool")
+    if prim.combinable is True and prim.multiple_results is not True:
+        problems.append("combinable: needs multiple_results=True (one output per operand)")
     if prim.selective_vjp is True and callable(prim.vjp) \
             and not _takes_keyword(prim.vjp, "needed"):
         problems.append("vjp: selective_vjp=True but it takes no `needed=`")
@@ -181,6 +183,7 @@ def test_the_checker_accepts_a_well_formed_declaration(declare):
     ("reduction", (0, "{acc} + {x}", None)),            # identity not a function
     ("reduction", (lambda dtype: 0, "{acc} +", lambda d: d)),     # combine without {x}
     ("selective_vjp", 1),                               # not a bool
+    ("combinable", True),                               # one result per call
 ])
 def test_the_checker_rejects_a_malformed_slot(declare, slot, bad):
     prim = declare(**_rules(**{slot: bad}))

@@ -244,7 +244,8 @@ def _reduction(name, kind, kinds):
                     for c, o, x in zip(cts, outs, args)]
 
     prim = Primitive(name, abstract_eval=_reduction_shape(name, kinds), impl=impl, jvp=jvp,
-                     vjp=vjp, batch=batch, effect=True, multiple_results=True)
+                     vjp=vjp, batch=batch, effect=True, combinable=True,
+                     multiple_results=True)
     return prim
 
 

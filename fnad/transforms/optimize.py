@@ -27,6 +27,7 @@ def optimize(closed):
     closed = eliminate_dead_code(closed)
     closed = sums_of_pads_as_concatenations(closed)
     closed = eliminate_dead_code(closed)
+    closed = combine_independent_calls(closed)
     return recompute_cheap_elementwise(closed)
 
 
@@ -409,3 +410,49 @@ def eliminate_dead_code(closed):
     if len(kept) == len(program.eqns):
         return closed
     return ClosedProgram(Program(program.invars, kept, program.outputs), closed.consts)
+
+
+# --------------------------------------------------------------------------- combining
+
+def combine_independent_calls(closed):
+    """Equations of one combinable primitive with equal params become one equation
+    over all their operands when nothing between them reads an earlier one's outputs
+    and no other effect runs between them: `tree_map(lambda g: pmean(g, "i"), grads)`
+    makes one all-reduce, not one per leaf. The combined call runs where the last of
+    them ran; the equations in between do not depend on it."""
+    program = closed.program
+    eqns, group, pending = [], [], set()
+
+    def key(e):
+        try:
+            k = (e.prim, tuple(sorted(e.params.items(), key=lambda kv: kv[0])))
+            hash(k)
+            return k
+        except TypeError:
+            return None
+
+    def flush():
+        if len(group) == 1:
+            eqns.append(group[0])
+        elif group:
+            first = group[0]
+            eqns.append(Equation(first.prim, [a for e in group for a in e.inputs],
+                                 [o for e in group for o in e.outputs], first.params))
+        group.clear()
+        pending.clear()
+
+    for e in program.eqns:
+        reads_group = any(not isinstance(a, Literal) and a in pending for a in e.inputs)
+        k = key(e) if e.prim.combinable else None
+        if k is None or reads_group or not group or k != key(group[0]):
+            if reads_group or e.has_effect or k is not None:
+                flush()
+            if k is None:
+                eqns.append(e)
+                continue
+        group.append(e)
+        pending.update(e.outputs)
+    flush()
+    if len(eqns) == len(program.eqns):
+        return closed
+    return ClosedProgram(Program(program.invars, eqns, program.outputs), closed.consts)
