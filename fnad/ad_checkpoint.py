@@ -9,9 +9,11 @@ custom rules that returns the saved value and applies the equation's own VJP rul
 (so gradients still flow through it to its inputs). A value named with
 checkpoint_name saves the equation that computed it too (the name is the identity).
 
-Without a policy, fnad.checkpoint is fnad.transforms.custom.checkpoint (save only the
-inputs), which needs no staging. Operations with several results (control flow) are
-never saved; they are recomputed.
+Without a policy nothing is saved but the inputs. Staging is what finds the values of
+enclosing transforms that the function closes over (`checkpoint(lambda x: x @ w)` with
+`w` traced by an outer grad or jit): they become inputs of the rules, so their
+derivatives flow too. Operations with several results (control flow) are never saved;
+they are recomputed.
 """
 import functools
 
@@ -21,7 +23,6 @@ from .core import Tracer, bind_custom
 from .program import Literal
 from .staged.jit import argnums_both_ways, signature_or_none
 from .staged.staging import CustomCallPrimitive, stage_flat
-from .transforms import custom
 from .transforms.custom import CustomRules, checkpoint_name, checkpoint_name_p  # noqa: F401
 from .transforms.custom import pullback_floats
 from .transforms.jvp import jvp as _jvp
@@ -38,8 +39,6 @@ def checkpoint(fun, *, prevent_cse=True, policy=None, static_argnums=(), static_
                                    allow_empty=True)[1]
     static_argnames = (static_argnames,) if isinstance(static_argnames, str) \
         else tuple(static_argnames or ())
-    if policy is None and not static_argnames:
-        return custom.checkpoint(fun, prevent_cse=prevent_cse, static_argnums=static_argnums)
     if policy is None:
         policy = checkpoint_policies.nothing_saveable
     static_argnums, static_argnames = argnums_both_ways(

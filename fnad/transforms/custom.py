@@ -1,14 +1,15 @@
-"""Functions that bring their own derivatives: custom_jvp, custom_vjp, checkpoint.
+"""Functions that bring their own derivatives: custom_jvp, custom_vjp, and the
+mechanism fnad.ad_checkpoint's checkpoint is built on.
 
-All three reduce to one mechanism, `CustomRules`: the function itself, a JVP rule
+All of them reduce to one mechanism, `CustomRules`: the function itself, a JVP rule
 (for forward mode) and a fwd/bwd pair (for reverse mode), over flat lists of
 arrays. Each decorator supplies the rule it was given and derives the other by
 transposition, which is exact because a JVP is linear in its tangents and a VJP in
 its cotangents:
   * the VJP of a custom JVP is the transpose of t -> jvp(x, t);
   * the JVP of a custom VJP is the transpose of g -> bwd(res, g);
-  * checkpoint keeps only the inputs for the backward pass and re-runs the
-    function under `vjp` there (fnad.ad_checkpoint adds policies that keep more).
+  * checkpoint (fnad.ad_checkpoint) keeps the inputs and what its policy saves for
+    the backward pass and re-runs the rest of the function under `vjp` there.
 custom_gradient is a custom_vjp whose fwd returns the vjp function itself;
 checkpoint_name is the identity primitive the checkpoint policies look for.
 """
@@ -19,7 +20,6 @@ from ..core import Primitive, bind_custom
 from ..primitives import onnx_rules
 from ..tree_util import register_pytree_node, tree_flatten, tree_unflatten
 from ._util import as_value, zeros_like, check_argnums, resolve_argnums
-from .jvp import jvp as _jvp
 from .vjp import vjp as _vjp
 
 
@@ -285,36 +285,6 @@ class _Opaque:
 
 
 register_pytree_node(_Opaque, lambda o: ((), o.value), lambda value, _: _Opaque(value))
-
-
-def checkpoint(fun, *, prevent_cse=True, static_argnums=()):
-    """Trade compute for memory: reverse mode stores only fun's inputs and
-    recomputes its intermediates during the backward pass. Gradients are unchanged."""
-    static_argnums = check_argnums(static_argnums, "checkpoint", "static_argnums",
-                                   allow_empty=True)[1]
-
-    @functools.wraps(fun)
-    def remat_fun(*args):
-        static, dynamic, merge = _split_nondiff(args, static_argnums, "checkpoint",
-                                                "static_argnums")
-        flat, in_tree = _flatten_args(dynamic)
-        flat_fun = _Flattened(lambda *dyn: fun(*merge(dyn)), in_tree)
-
-        def jvp(primals, tangents):
-            return _jvp(lambda *p: flat_fun(list(p)), tuple(primals), tuple(tangents))
-
-        def fwd(primals):
-            return flat_fun(primals), primals
-
-        def bwd(primals, cotangents):
-            return pullback_floats(flat_fun, primals, cotangents)
-
-        out = bind_custom(CustomRules(flat_fun, jvp, fwd, bwd), flat)
-        return tree_unflatten(flat_fun.out_tree, out)
-    return remat_fun
-
-
-remat = checkpoint
 
 
 # --------------------------------------------------------------------------- checkpoint_name
