@@ -253,16 +253,3 @@ def test_grad_through_a_cast_to_bfloat16_is_not_dropped():
     assert np.array_equal(np.asarray(fnad.vmap(fnad.grad(f))(np.ones((2, 3), np.float32))),
                           np.full((2, 3), 3.0))
 
-
-# --------------------------------------------------------------------------- cuda
-
-def test_cuda_refuses_bfloat16_with_a_clear_error():
-    cuda_util = pytest.importorskip("cuda_util")
-    if not cuda_util.GPUS:
-        pytest.skip("numba.cuda finds no GPU (nor simulator)")
-    with pytest.raises(fnad.errors.DTypeError, match="cuda backend does not support bfloat16"):
-        fnad.device_put(np.ones(3, BF16), cuda_util.gpu())
-    # float16 goes to the GPU and computes there as on the cpu
-    x = np.array([1.5, -0.0, 65504], F16)
-    got = np.asarray(fnad.device_put(x, cuda_util.gpu()) * 2)
-    assert np.array_equal(got.view(np.uint16), (x * np.float16(2)).view(np.uint16))

@@ -10,11 +10,11 @@ def _host(values):
     return [v.copy_to_host() for v in values]
 
 
-@implements(debug_callback_p, complex_ok=True)
+@implements(debug_callback_p, complex_ok=True, bfloat16_ok=True)
 def _debug_callback(*values, **params):
     return debug_callback_p.impl(*_host(values), **params)
 
 
-@implements(pure_callback_p, complex_ok=True)
+@implements(pure_callback_p, complex_ok=True, bfloat16_ok=True)
 def _pure_callback(*values, **params):
     return [runtime.to_device(r) for r in pure_callback_p.impl(*_host(values), **params)]

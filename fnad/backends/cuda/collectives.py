@@ -20,6 +20,6 @@ def _staged(prim, many):
 
 
 for _prim in (psum_p, pmean_p, pmax_p, pmin_p):
-    implements(_prim, complex_ok=True)(_staged(_prim, True))
+    implements(_prim, complex_ok=True, bfloat16_ok=True)(_staged(_prim, True))
 for _prim in (all_gather_p, psum_scatter_p, ppermute_p, axis_index_p):
-    implements(_prim, complex_ok=True)(_staged(_prim, False))
+    implements(_prim, complex_ok=True, bfloat16_ok=True)(_staged(_prim, False))

@@ -13,7 +13,8 @@ import numpy as np
 
 from ...abstract import ShapedArray
 from ...program import Equation, Var
-from ...kernels.cpu import elementwise as cpu_elementwise, special as cpu_special
+from ...kernels.cpu import (elementwise as cpu_elementwise, half as cpu_half,
+                            special as cpu_special)
 from ..fusion import Group, KernelSource, unflatten
 from ...kernels.disk_cache import helpers_digest, import_generated
 from . import device_numpy, runtime, scalar_functions
@@ -26,11 +27,12 @@ from numba import cuda
 from fnad.backends.cuda import device_numpy as np
 from fnad.backends.cuda import scalar_functions as kernels
 from fnad.backends.cuda.scalar_functions import maximum as max, minimum as min
+from fnad.backends.cuda.scalar_functions import half
 from fnad.kernels.cpu import special
 """
 # The modules whose functions generated kernels call (scalar_functions compiles the
-# cpu elementwise helpers as device functions).
-HELPERS = (device_numpy, scalar_functions, cpu_elementwise, cpu_special)
+# cpu elementwise helpers as device functions, and binds `half` to the bfloat16 codecs).
+HELPERS = (device_numpy, scalar_functions, cpu_elementwise, cpu_half, cpu_special)
 
 
 def kernel_header():
@@ -82,8 +84,10 @@ class GroupKernel:
         self.kernel = load(self.source)
 
     def __call__(self, *ins):
+        # bfloat16 arrays go in as their bits, which the kernel decodes and encodes
         outs = [runtime.empty(v.aval.shape, v.aval.dtype) for v in self.outputs]
-        runtime.launch(self.kernel, self.size, *ins, *outs, *self.shape)
+        runtime.launch(self.kernel, self.size, *map(runtime.bits_of, ins),
+                       *map(runtime.bits_of, outs), *self.shape)
         return outs
 
 

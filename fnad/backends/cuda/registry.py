@@ -4,7 +4,8 @@ Where a primitive's declaration already says what it computes per element, the
 kernel is generated from it: a scalar expression or an index map gives a fused
 elementwise kernel (fused.py), a `reduction` a block tree reduction (reduce.py). The
 other primitives register a kernel written for them with `implements`, in the module
-of their family. `CudaBackend.evaluate` is what `Primitive.bind` runs, through the
+of their family; those written for float32 get bfloat16 operands through one wrapper
+(bfloat16.py). `CudaBackend.evaluate` is what `Primitive.bind` runs, through the
 registry, for operands on a GPU.
 
 Nothing here is imported until a cuda device is asked for, so fnad on a machine
@@ -19,6 +20,7 @@ from ...array import Array
 from ...errors import DTypeError
 from . import runtime
 from .array import CudaArray
+from .bfloat16 import with_bfloat16
 
 _impls = {}
 _complex_ok = set()     # primitives whose kernel handles complex operands
@@ -27,14 +29,17 @@ _FAMILIES = ("shape", "dot", "conv", "index", "cumulative", "sort", "random", "l
 _loaded = False
 
 
-def implements(*prims, complex_ok=False):
+def implements(*prims, complex_ok=False, bfloat16_ok=False):
     """Register the decorated function as the cuda kernel of `prims`: called with the
     operands as device arrays and the primitive's params, it returns a device array
     (a list of them for primitives with several results). complex_ok: the kernel
-    computes complex operands correctly (other kernels are refused them)."""
+    computes complex operands correctly (other kernels are refused them).
+    bfloat16_ok: the kernel takes bfloat16 arrays (runtime.Bfloat16Array) as they are
+    (it runs programs, or copies to the host); other kernels see them as float32, and
+    their bfloat16 results are rounded (bfloat16.with_bfloat16)."""
     def register(fn):
         for p in prims:
-            _impls[p] = fn
+            _impls[p] = fn if bfloat16_ok else with_bfloat16(p, fn)
             if complex_ok:
                 _complex_ok.add(p)
         return fn
@@ -66,7 +71,7 @@ def impl_for(prim):
             fn = elementwise_impl(prim)
         elif prim.reduction is not None:
             from .reduce import reduction_impl
-            fn = reduction_impl(prim)
+            fn = with_bfloat16(prim, reduction_impl(prim))
         else:
             raise NotImplementedError(f"the cuda backend has no kernel for {prim.name}")
         _impls[prim] = fn

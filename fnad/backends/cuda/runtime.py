@@ -9,7 +9,6 @@ import math
 import numpy as np
 
 from ...dtypes import bfloat16
-from ...errors import DTypeError
 
 _cuda = None
 
@@ -58,23 +57,61 @@ def launch(kernel, n, *args):
         kernel[blocks, threads](*args)
 
 
-def _check_dtype(dtype):
-    # numba.cuda has no bfloat16 type: neither its arrays nor its kernels can hold
-    # one, so say so here rather than let numba fail to type it somewhere later
-    if np.dtype(dtype) == bfloat16:
-        raise DTypeError("the cuda backend does not support bfloat16 yet (numba.cuda has "
-                         "no bfloat16 arrays); compute in float16 or float32 on the GPU, "
-                         "or keep bfloat16 values on the cpu")
+class Bfloat16Array:
+    """A bfloat16 array on the GPU: numba.cuda has no bfloat16 type, so the device
+    buffer holds the values' bit patterns as uint16 (`bits`), while this array's
+    dtype, and the host copy, are bfloat16. Generated kernels decode and encode the
+    bits themselves (fused.py); other kernels see float32 copies (bfloat16.py)."""
+    __slots__ = ("bits",)
+    dtype = bfloat16
+
+    def __init__(self, bits):
+        self.bits = bits
+
+    @property
+    def shape(self):
+        return tuple(self.bits.shape)
+
+    @property
+    def ndim(self):
+        return len(self.bits.shape)
+
+    @property
+    def size(self):
+        return self.bits.size
+
+    def copy_to_host(self):
+        return self.bits.copy_to_host().view(bfloat16)
+
+    def reshape(self, *shape):
+        return Bfloat16Array(self.bits.reshape(*shape))
+
+    def __getitem__(self, index):
+        bits = self.bits[index]
+        if not hasattr(bits, "copy_to_host"):   # one element, which numba reads to the host
+            bits = to_device(np.asarray(bits, np.uint16))
+        return Bfloat16Array(bits)
+
+    def __setitem__(self, index, value):
+        self.bits[index] = value.bits if type(value) is Bfloat16Array else value
+
+
+def bits_of(value):
+    """What a kernel is passed for a device array: a bfloat16 one's uint16 bits."""
+    return value.bits if type(value) is Bfloat16Array else value
 
 
 def empty(shape, dtype):
-    _check_dtype(dtype)
-    return cuda().device_array(tuple(shape), np.dtype(dtype))
+    dtype = np.dtype(dtype)
+    if dtype == bfloat16:
+        return Bfloat16Array(cuda().device_array(tuple(shape), np.uint16))
+    return cuda().device_array(tuple(shape), dtype)
 
 
 def to_device(value, device_id=0):
     value = np.asarray(value)
-    _check_dtype(value.dtype)
+    if value.dtype == bfloat16:
+        return Bfloat16Array(to_device(value.view(np.uint16), device_id))
     if not value.flags.c_contiguous:    # (np.ascontiguousarray would make 0-d 1-d)
         value = value.copy(order="C")
     module = cuda()

@@ -7,11 +7,13 @@ numpy's rules on one element (NaN in maximum/minimum, integer floor division and
 remainder) are written once, as the Python functions of kernels/cpu/elementwise.py;
 here they are compiled as device functions (the simulator runs them as Python)."""
 import math
+from types import SimpleNamespace
 
+import numpy as np
 from numba import types
 from numba.extending import overload
 
-from ...kernels.cpu import elementwise as _cpu
+from ...kernels.cpu import elementwise as _cpu, half as _half
 from . import device_numpy as _np
 from .runtime import cuda, simulated
 
@@ -30,6 +32,7 @@ def logistic_scalar(x):
 
 maximum_scalar = _device(_cpu.maximum_scalar.py_func)
 minimum_scalar = _device(_cpu.minimum_scalar.py_func)
+relu_scalar = _device(_cpu.relu_scalar.py_func)
 floor_divide_scalar = _device(_cpu.floor_divide_scalar.py_func)
 truncate_divide_scalar = _device(_cpu.truncate_divide_scalar.py_func)
 integer_power_scalar = _device(_cpu.integer_power_scalar.py_func)
@@ -68,3 +71,16 @@ def round_scalar(x, rounding_method):
     if a - t >= 0.5:
         t = t + a ** 0
     return -t if x < 0 else t
+
+
+# bfloat16 in generated kernels (`half.<name>`): the cpu kernels' codecs (half.py),
+# which numba.cuda compiles for the device. The simulator calls the cpu functions from
+# Python, where their float32 results come back as Python floats: made float32 again,
+# so that the kernel goes on computing in float32, as on a GPU.
+if simulated():
+    half = SimpleNamespace(
+        bfloat16_to_float=lambda bits: np.float32(_half.bfloat16_to_float(bits)),
+        bfloat16_to_bits=_half.bfloat16_to_bits,
+        bfloat16_round=lambda x: np.float32(_half.bfloat16_round(x)))
+else:
+    half = _half

@@ -141,6 +141,7 @@ def round(x):  # noqa: A001  (float16's round-to-nearest, as np.float16(x) does)
 _BF16_SUBNORMAL_UNIT = 2.0 ** -133      # the spacing of bfloat16's subnormals
 _BF16_SMALLEST_NORMAL = 2.0 ** -126
 _BF16_OVERFLOW = (2.0 - 2.0 ** -8) * 2.0 ** 127    # halfway past the largest finite
+_TWO_52 = 2.0 ** 52
 
 
 @numba.njit(cache=True, nogil=True)
@@ -171,7 +172,9 @@ def _bfloat16_round_wide(x):
         unit = _BF16_SUBNORMAL_UNIT
     else:
         unit = math.ldexp(1.0, math.frexp(a)[1] - 8)
-    return math.copysign(np.rint(a / unit) * unit, v)
+    # a / unit < 2**8: adding and removing 2**52 rounds it to an integer, half to even
+    # (np.rint, which numba.cuda does not type on scalars)
+    return math.copysign(((a / unit + _TWO_52) - _TWO_52) * unit, v)
 
 
 def _bfloat16_narrow(x):
