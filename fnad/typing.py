@@ -7,6 +7,12 @@
 - `Shape`: a tuple of ints.
 - `PyTree`: a pytree (nested tuples, lists, dicts, namedtuples, None and registered
   nodes with leaves). It is `Any`: registered node types make pytrees open-ended.
+- `InitFn`, `ApplyFn`: the two halves of a layer of fnad.nn (stax's pair):
+  init_fn(key, input_shape) -> (output_shape, params) and apply_fn(params, inputs,
+  **options) -> outputs. fnad.nn's layers are `fnad.nn.layers.Layer`, a
+  tuple[InitFn, ApplyFn], so `init_fn, apply_fn = nn.serial(...)` types both halves.
+- `Initializer`: what fnad.nn.initializers' factories return, a function
+  (key, shape, dtype=None) -> Array.
 
 >>> from fnad.typing import ArrayLike
 >>> def double(x: ArrayLike) -> fnad.Array:
@@ -14,7 +20,7 @@
 >>> double(3.0)
 Array(6., dtype=float32)
 """
-from typing import Union
+from typing import Any, Callable, Union
 
 import numpy as np
 
@@ -24,5 +30,9 @@ from .tree_util import PyTree
 ArrayLike = Union[Array, np.ndarray, np.generic, bool, int, float, complex]
 DTypeLike = Union[str, type, np.dtype]
 Shape = tuple[int, ...]
+InitFn = Callable[[Array, Any], tuple[Any, PyTree]]
+ApplyFn = Callable[..., Any]
+Initializer = Callable[..., Array]
 
-__all__ = ["Array", "ArrayLike", "DTypeLike", "Shape", "PyTree"]
+__all__ = ["Array", "ArrayLike", "DTypeLike", "Shape", "PyTree", "InitFn", "ApplyFn",
+           "Initializer"]

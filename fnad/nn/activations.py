@@ -1,5 +1,6 @@
 """Activation functions, as composites of primitives, stable for large inputs."""
 import math
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -7,12 +8,14 @@ from .. import dtypes
 from .. import numpy as fnp
 from ..numpy._core import promote_inexact, as_operand
 from ..errors import ShapeError
+from ..primitives.elementwise import relu_p
 # softmax and log_softmax are scipy.special's (their owner), as in JAX both namespaces
 # have them.
 from ..scipy.special import erf, expit, log_softmax, logsumexp as _logsumexp, softmax  # noqa: F401
+from ..typing import Array, ArrayLike, DTypeLike
 
 
-def relu(x):
+def relu(x: ArrayLike) -> Array:
     """max(x, 0), elementwise; NaN stays NaN and the derivative at 0 is 0, as in JAX.
 
     >>> nn.relu(fnp.asarray([-1.0, 0.0, 2.0]))
@@ -21,29 +24,29 @@ def relu(x):
     Array(0., dtype=float32)
     """
     # NaN passes through (x <= 0 is false for NaN), as in JAX and PyTorch, so a
-    # diverging network shows; the derivative at 0 is 0, as in JAX.
+    # diverging network shows; the derivative at 0 and at NaN is 0, as in JAX.
     x = as_operand(x)
-    return fnp.maximum(x, 0) if not dtypes.is_float(x.dtype) else fnp.where(x <= 0, 0, x)
+    return fnp.maximum(x, 0) if not dtypes.is_float(x.dtype) else relu_p.bind(x)
 
 
-def sigmoid(x):
+def sigmoid(x: ArrayLike) -> Array:
     """The logistic sigmoid 1 / (1 + exp(-x)) (scipy.special.expit)."""
     return expit(x)
 
 
-def softplus(x):
+def softplus(x: ArrayLike) -> Array:
     """log(1 + exp(x)), computed as max(x, 0) + log1p(exp(-|x|)) so that it never overflows."""
     # log(1 + e^x) = max(x, 0) + log1p(e^{-|x|}): no overflow for large |x|.
     x, = promote_inexact(x)
     return fnp.maximum(x, 0) + fnp.log1p(fnp.exp(-fnp.abs(x)))
 
 
-def log_sigmoid(x):
+def log_sigmoid(x: ArrayLike) -> Array:
     """log(sigmoid(x)) = -softplus(-x), without overflow for large |x|."""
     return -softplus(-as_operand(x))
 
 
-def silu(x):
+def silu(x: ArrayLike) -> Array:
     """x * sigmoid(x) (also called swish)."""
     x, = promote_inexact(x)
     return x * sigmoid(x)
@@ -52,7 +55,7 @@ def silu(x):
 swish = silu
 
 
-def gelu(x, approximate=True):
+def gelu(x: ArrayLike, approximate: bool = True) -> Array:
     """x * Phi(x); by default the tanh approximation, as in JAX."""
     x, = promote_inexact(x)
     if approximate:
@@ -61,14 +64,17 @@ def gelu(x, approximate=True):
     return 0.5 * x * (1 + erf(x / math.sqrt(2)))
 
 
-def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+def logsumexp(a: ArrayLike, axis: int | Sequence[int] | None = None, b: ArrayLike | None = None,
+              keepdims: bool = False, return_sign: bool = False,
+              where: ArrayLike | None = None) -> Array | tuple[Array, Array]:
     """log(sum(b * exp(a))) over `axis` without overflow; the same function as
     fnad.scipy.special.logsumexp."""
     return _logsumexp(a, axis=axis, b=b, keepdims=keepdims, return_sign=return_sign,
                       where=where)
 
 
-def one_hot(x, num_classes, *, dtype=None, axis=-1):
+def one_hot(x: ArrayLike, num_classes: int, *, dtype: DTypeLike | None = None,
+            axis: int = -1) -> Array:
     """The one-hot encoding of integer labels x: a new axis of size `num_classes` at `axis`.
 
     Labels outside [0, num_classes) give all-zero rows, as in JAX.
@@ -87,37 +93,37 @@ def one_hot(x, num_classes, *, dtype=None, axis=-1):
     return fnp.astype(hits, dtype)
 
 
-def hard_tanh(x):
+def hard_tanh(x: ArrayLike) -> Array:
     """x clipped to [-1, 1]."""
     return fnp.clip(x, -1, 1)
 
 
-def relu6(x):
+def relu6(x: ArrayLike) -> Array:
     """x clipped to [0, 6]."""
     return fnp.clip(x, 0, 6)
 
 
-def leaky_relu(x, negative_slope=0.01):
+def leaky_relu(x: ArrayLike, negative_slope: ArrayLike = 0.01) -> Array:
     """x where x >= 0, negative_slope * x below."""
     x, = promote_inexact(x)
     return fnp.where(x >= 0, x, negative_slope * x)
 
 
-def elu(x, alpha=1.0):
+def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
     """x where x > 0, alpha * (exp(x) - 1) below (the exponential linear unit)."""
     x, = promote_inexact(x)
     # expm1 of a clipped argument: the unused branch of where never overflows
     return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0)))
 
 
-def celu(x, alpha=1.0):
+def celu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
     """x where x > 0, alpha * (exp(x / alpha) - 1) below (the continuously differentiable ELU).
     x where x > 0, alpha * (exp(x / alpha) - 1) below (the continuously differentiable ELU)."""
     x, = promote_inexact(x)
     return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0) / alpha))
 
 
-def selu(x):
+def selu(x: ArrayLike) -> Array:
     """scale * elu(x, alpha) with the self-normalizing constants of Klambauer et al. (2017)."""
     # the fixed-point constants of Klambauer et al., 2017
     alpha = 1.6732632423543772848170429916717
@@ -125,7 +131,9 @@ def selu(x):
     return scale * elu(x, alpha)
 
 
-def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
+def standardize(x: ArrayLike, axis: int | Sequence[int] | None = -1, mean: ArrayLike | None = None,
+                variance: Any = None, epsilon: float = 1e-5,
+                where: ArrayLike | None = None) -> Array:
     """(x - mean) / sqrt(variance + epsilon), statistics over axis by default (over
     the entries where `where` is True, when given)."""
     x, = promote_inexact(x)
@@ -143,23 +151,23 @@ def standardize(x, axis=-1, mean=None, variance=None, epsilon=1e-5, where=None):
     return (x - mean) * fnp.rsqrt(variance + epsilon)
 
 
-def identity(x):
+def identity(x: ArrayLike) -> Array:
     """x itself (as an Array)."""
     return as_operand(x)
 
 
-def tanh(x):
+def tanh(x: ArrayLike) -> Array:
     """The hyperbolic tangent (fnad.numpy.tanh)."""
     return fnp.tanh(x)
 
 
-def hard_sigmoid(x):
+def hard_sigmoid(x: ArrayLike) -> Array:
     """relu6(x + 3) / 6: a piecewise-linear sigmoid."""
     x, = promote_inexact(x)
     return relu6(x + 3) / 6
 
 
-def hard_silu(x):
+def hard_silu(x: ArrayLike) -> Array:
     """x * hard_sigmoid(x) (also called hard_swish)."""
     x, = promote_inexact(x)
     return x * hard_sigmoid(x)
@@ -168,19 +176,19 @@ def hard_silu(x):
 hard_swish = hard_silu
 
 
-def mish(x):
+def mish(x: ArrayLike) -> Array:
     """x tanh(softplus(x)) (Misra, 2019)."""
     x, = promote_inexact(x)
     return x * fnp.tanh(softplus(x))
 
 
-def soft_sign(x):
+def soft_sign(x: ArrayLike) -> Array:
     """x / (|x| + 1)."""
     x, = promote_inexact(x)
     return x / (fnp.abs(x) + 1)
 
 
-def squareplus(x, b=4):
+def squareplus(x: ArrayLike, b: float = 4) -> Array:
     """(x + sqrt(x^2 + b)) / 2 (So, 2021): a smooth relu from square roots alone."""
     x, = promote_inexact(x)
     # h = sqrt(x^2 + b) as a hypot, so x^2 cannot overflow; for x < 0 the sum cancels,
@@ -193,20 +201,20 @@ def squareplus(x, b=4):
                      (0.5 * b) / (fnp.hypot(xn, root_b) - xn))
 
 
-def sparse_plus(x):
+def sparse_plus(x: ArrayLike) -> Array:
     """0 below -1, x above 1, (x + 1)^2 / 4 between: a softplus that is exactly 0 and
     exactly linear outside [-1, 1]."""
     x, = promote_inexact(x)
     return fnp.where(x <= -1, 0.0, fnp.where(x >= 1, x, fnp.square(x + 1) / 4))
 
 
-def sparse_sigmoid(x):
+def sparse_sigmoid(x: ArrayLike) -> Array:
     """The derivative of sparse_plus: (x + 1) / 2 clipped to [0, 1]."""
     x, = promote_inexact(x)
     return 0.5 * fnp.clip(x + 1.0, 0.0, 2.0)
 
 
-def glu(x, axis=-1):
+def glu(x: ArrayLike, axis: int = -1) -> Array:
     """Gated linear unit: the first half along axis times the sigmoid of the second."""
     x = as_operand(x)
     if x.shape[axis] % 2:
@@ -216,7 +224,7 @@ def glu(x, axis=-1):
     return value * sigmoid(gate)
 
 
-def log1mexp(x):
+def log1mexp(x: ArrayLike) -> Array:
     """log(1 - exp(-x)) for x > 0, accurate at both ends (Maechler, 2012): log1p of
     -exp(-x) for x above log 2, log of -expm1(-x) below."""
     x, = promote_inexact(x)
@@ -225,7 +233,8 @@ def log1mexp(x):
                      fnp.log(-fnp.expm1(-fnp.where(big, 1.0, x))))
 
 
-def logmeanexp(x, axis=None, where=None, keepdims=False):
+def logmeanexp(x: ArrayLike, axis: int | Sequence[int] | None = None,
+               where: ArrayLike | None = None, keepdims: bool = False) -> Array:
     """log(mean(exp(x))) over axis, without overflow; `where` masks entries out."""
     x, = promote_inexact(x)
     if where is None:

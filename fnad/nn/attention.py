@@ -6,6 +6,7 @@ Layout (batch, sequence, heads, head_dim) -- BTNH for queries, BSKH for keys and
 True where a query may attend to a key, and broadcast against (B, N, T, S) like bias.
 """
 import math
+from typing import Any
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ..errors import ShapeError
 from ..numpy._core import as_operand
 from ..lax import stop_gradient
 from .activations import logsumexp, softmax
+from ..typing import ArrayLike
 
 
 def _seq_mask(lengths, size):
@@ -28,10 +30,14 @@ def _window(local_window_size):
     return int(left), int(right)
 
 
-def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None,
-                          is_causal=False, query_seq_lengths=None,
-                          key_value_seq_lengths=None, local_window_size=None,
-                          implementation=None, return_residual=False):
+def dot_product_attention(query: ArrayLike, key: ArrayLike, value: ArrayLike,
+                          bias: ArrayLike | None = None, mask: ArrayLike | None = None, *,
+                          scale: float | None = None, is_causal: bool = False,
+                          query_seq_lengths: ArrayLike | None = None,
+                          key_value_seq_lengths: ArrayLike | None = None,
+                          local_window_size: int | tuple[int, int] | None = None,
+                          implementation: str | None = None,
+                          return_residual: bool = False) -> Any:
     """softmax(q k^T * scale + bias, masked) v, per head; scale defaults to
     1 / sqrt(head_dim). The softmax runs in float32 at least (float64 stays float64).
     With return_residual, also the logsumexp of each row of masked logits, (B, T, N)
@@ -48,7 +54,7 @@ def dot_product_attention(query, key, value, bias=None, mask=None, *, scale=None
             q.shape[0] != k.shape[0] or q.shape[-1] != k.shape[-1]:
         raise ShapeError(f"dot_product_attention: query (B, T, N, H), key and value "
                          f"(B, S, K, H) (B optional) with matching B and H, got shapes "
-                         f"{tuple(query.shape)}, {tuple(key.shape)}, {tuple(value.shape)}")
+                         f"{fnp.shape(query)}, {fnp.shape(key)}, {fnp.shape(value)}")
     B, T, N, H = q.shape
     S, K = k.shape[1], k.shape[2]
     if N % K:

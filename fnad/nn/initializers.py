@@ -5,8 +5,7 @@ number of inputs (fan_in), outputs (fan_out) or their mean (fan_avg) of a weight
 whose last axis is the output axis and second-to-last the input axis; any leading
 axes are the receptive field (convolution kernels in HWIO layout)."""
 import math
-
-from typing import Callable
+from typing import Sequence
 
 import numpy as np
 
@@ -14,15 +13,16 @@ from .. import dtypes
 from .. import numpy as fnp
 from .. import random
 from ..errors import ShapeError
+from ..typing import Array, ArrayLike, DTypeLike, Initializer  # (init(key, shape, dtype))
 
 
-def zeros(key, shape, dtype=None):
+def zeros(key: Array | None, shape: Sequence[int], dtype: DTypeLike | None = None) -> Array:
     """An initializer's result of zeros (`key` unused): zeros(key, shape, dtype), as
     jax.nn.initializers.zeros."""
     return fnp.zeros(shape, _dtype(dtype))
 
 
-def ones(key, shape, dtype=None):
+def ones(key: Array | None, shape: Sequence[int], dtype: DTypeLike | None = None) -> Array:
     """Ones of `shape` (`key` unused), as jax.nn.initializers.ones."""
     return fnp.ones(shape, _dtype(dtype))
 
@@ -31,14 +31,14 @@ def _dtype(dtype):
     return np.dtype(dtypes.default_float() if dtype is None else dtype)
 
 
-def constant(value, dtype=None):
+def constant(value: ArrayLike, dtype: DTypeLike | None = None) -> Initializer:
     """An initializer giving arrays filled with `value`."""
     def init(key, shape, dtype=dtype):
         return fnp.full(shape, value, _dtype(dtype))
     return init
 
 
-def normal(stddev=1e-2, dtype=None):
+def normal(stddev: float = 1e-2, dtype: DTypeLike | None = None) -> Initializer:
     """An initializer drawing from a normal distribution with mean 0 and `stddev`.
 
     >>> init = nn.initializers.normal(0.1)
@@ -50,14 +50,15 @@ def normal(stddev=1e-2, dtype=None):
     return init
 
 
-def uniform(scale=1e-2, dtype=None):
+def uniform(scale: float = 1e-2, dtype: DTypeLike | None = None) -> Initializer:
     """An initializer drawing uniformly from [0, scale), as JAX's."""
     def init(key, shape, dtype=dtype):
         return random.uniform(key, shape, _dtype(dtype)) * scale
     return init
 
 
-def truncated_normal(stddev=1e-2, dtype=None, lower=-2.0, upper=2.0):
+def truncated_normal(stddev: float = 1e-2, dtype: DTypeLike | None = None, lower: float = -2.0,
+                     upper: float = 2.0) -> Initializer:
     """stddev times a standard normal truncated to [lower, upper] (stddev is the
     underlying normal's, not the truncated distribution's)."""
     def init(key, shape, dtype=dtype):
@@ -89,8 +90,9 @@ _FAN = {"fan_in": lambda i, o: i, "fan_out": lambda i, o: o,
 _TRUNCATED_STD = 0.87962566103423978
 
 
-def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_axis=(),
-                     dtype=None):
+def variance_scaling(scale: float, mode: str, distribution: str, in_axis: int | Sequence[int] = -2,
+                     out_axis: int | Sequence[int] = -1, batch_axis: int | Sequence[int] = (),
+                     dtype: DTypeLike | None = None) -> Initializer:
     """Draws with variance scale / fan (fan by `mode`), from `distribution`:
     'truncated_normal', 'normal' or 'uniform'."""
     if mode not in _FAN:
@@ -113,39 +115,49 @@ def variance_scaling(scale, mode, distribution, in_axis=-2, out_axis=-1, batch_a
     return init
 
 
-def glorot_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+def glorot_uniform(in_axis: int | Sequence[int] = -2, out_axis: int | Sequence[int] = -1,
+                   batch_axis: int | Sequence[int] = (),
+                   dtype: DTypeLike | None = None) -> Initializer:
     """variance_scaling(1, 'fan_avg', 'uniform'): a uniform initializer with variance 1 /
     fan_avg, as jax.nn.initializers.glorot_uniform."""
     return variance_scaling(1.0, "fan_avg", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
-def glorot_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+def glorot_normal(in_axis: int | Sequence[int] = -2, out_axis: int | Sequence[int] = -1,
+                  batch_axis: int | Sequence[int] = (),
+                  dtype: DTypeLike | None = None) -> Initializer:
     """variance_scaling(1, 'fan_avg', 'truncated_normal'): a truncated normal initializer with
     variance 1 / fan_avg, as jax.nn.initializers.glorot_normal."""
     return variance_scaling(1.0, "fan_avg", "truncated_normal", in_axis, out_axis,
                             batch_axis, dtype)
 
 
-def he_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+def he_uniform(in_axis: int | Sequence[int] = -2, out_axis: int | Sequence[int] = -1,
+               batch_axis: int | Sequence[int] = (), dtype: DTypeLike | None = None) -> Initializer:
     """variance_scaling(2, 'fan_in', 'uniform'): a uniform initializer with variance 2 /
     fan_in, as jax.nn.initializers.he_uniform."""
     return variance_scaling(2.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
-def he_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+def he_normal(in_axis: int | Sequence[int] = -2, out_axis: int | Sequence[int] = -1,
+              batch_axis: int | Sequence[int] = (), dtype: DTypeLike | None = None) -> Initializer:
     """variance_scaling(2, 'fan_in', 'truncated_normal'): a truncated normal initializer with
     variance 2 / fan_in, as jax.nn.initializers.he_normal."""
     return variance_scaling(2.0, "fan_in", "truncated_normal", in_axis, out_axis,
                             batch_axis, dtype)
 
 
-def lecun_uniform(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+def lecun_uniform(in_axis: int | Sequence[int] = -2, out_axis: int | Sequence[int] = -1,
+                  batch_axis: int | Sequence[int] = (),
+                  dtype: DTypeLike | None = None) -> Initializer:
     """variance_scaling(1, 'fan_in', 'uniform'): a uniform initializer with variance 1 /
     fan_in, as jax.nn.initializers.lecun_uniform."""
     return variance_scaling(1.0, "fan_in", "uniform", in_axis, out_axis, batch_axis, dtype)
 
 
-def lecun_normal(in_axis=-2, out_axis=-1, batch_axis=(), dtype=None):
+def lecun_normal(in_axis: int | Sequence[int] = -2, out_axis: int | Sequence[int] = -1,
+                 batch_axis: int | Sequence[int] = (),
+                 dtype: DTypeLike | None = None) -> Initializer:
     """variance_scaling(1, 'fan_in', 'truncated_normal'): a truncated normal initializer with
     variance 1 / fan_in, as jax.nn.initializers.lecun_normal."""
     return variance_scaling(1.0, "fan_in", "truncated_normal", in_axis, out_axis,
@@ -156,7 +168,8 @@ xavier_uniform, xavier_normal = glorot_uniform, glorot_normal
 kaiming_uniform, kaiming_normal = he_uniform, he_normal
 
 
-def orthogonal(scale=1.0, column_axis=-1, dtype=None):
+def orthogonal(scale: float = 1.0, column_axis: int = -1,
+               dtype: DTypeLike | None = None) -> Initializer:
     """A weight whose columns (along column_axis) against the flattened other axes form
     an orthonormal set, times scale: the Q of a Gaussian matrix, uniformly random
     among such (Haar), as random.orthogonal."""
@@ -174,7 +187,8 @@ def orthogonal(scale=1.0, column_axis=-1, dtype=None):
     return init
 
 
-def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
+def delta_orthogonal(scale: float = 1.0, column_axis: int = -1,
+                     dtype: DTypeLike | None = None) -> Initializer:
     """A convolution kernel (rank 3 to 5, ...IO) that is zero but at its spatial center,
     which holds an orthogonal in x out matrix (Xiao et al., 2018): the convolution
     starts as an orthogonal map of the channels."""
@@ -193,6 +207,3 @@ def delta_orthogonal(scale=1.0, column_axis=-1, dtype=None):
         return fnp.reshape(fnp.asarray(hot), spatial + (1, 1)) * center
     return init
 
-
-# an initializer: init(key, shape, dtype=None) -> array
-Initializer = Callable

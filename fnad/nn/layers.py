@@ -11,6 +11,7 @@ returns `(outputs, new_state)`. Combinators thread the state of their children, 
 a whole network's state is one pytree that goes in and comes out of the step.
 """
 import numpy as np
+from typing import Any, Callable, Sequence
 
 from .. import hooks
 from .. import numpy as fnp
@@ -20,9 +21,10 @@ from ..staged.eval_shape import eval_shape, ShapeDtypeStruct
 from ..errors import ShapeError
 from . import activations as A
 from . import initializers as init
+from ..typing import InitFn, ApplyFn, Initializer
 
 
-class Layer(tuple):
+class Layer(tuple[InitFn, ApplyFn]):
     """An (init_fn, apply_fn) pair; `stateful` layers also have `init_state`."""
 
     def __new__(cls, init_fn, apply_fn, init_state=None):
@@ -32,11 +34,11 @@ class Layer(tuple):
         return layer
 
     @property
-    def init(self):
+    def init(self) -> InitFn:
         return self[0]
 
     @property
-    def apply(self):
+    def apply(self) -> ApplyFn:
         return self[1]
 
 
@@ -76,7 +78,7 @@ def _call_intercepted(layer, params, x, state, key, train, index):
 
 # --------------------------------------------------------------------------- elementwise
 
-def elementwise(fun, **fun_kwargs):
+def elementwise(fun: Callable[..., Any], **fun_kwargs: Any) -> Layer:
     """A parameter-free layer applying fun to its input."""
     def apply_fn(params, x, **kw):
         return fun(x, **fun_kwargs)
@@ -107,7 +109,8 @@ Identity = Layer(lambda key, input_shape: (input_shape, ()), _identity_apply)
 
 # --------------------------------------------------------------------------- dense, conv
 
-def Dense(out_dim, W_init=None, b_init=None):
+def Dense(out_dim: int, W_init: Initializer | None = None,
+          b_init: Initializer | None = None) -> Layer:
     """y = x @ W + b over the last axis."""
     W_init = W_init or init.glorot_normal()
     b_init = b_init or init.normal(1e-6)
@@ -192,8 +195,10 @@ def _conv_layer(name, layout, convolve, out_chan, filter_shape, W_init, b_init):
     return Layer(init_fn, apply_fn)
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=None):
+def GeneralConv(dimension_numbers: Any, out_chan: int, filter_shape: Sequence[int],
+                strides: Sequence[int] | None = None,
+                padding: str | Sequence[tuple[int, int]] = "VALID",
+                W_init: Initializer | None = None, b_init: Initializer | None = None) -> Layer:
     """A convolution with explicit dimension numbers, e.g. ('NHWC', 'HWIO', 'NHWC')."""
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     if (lhs_spec, rhs_spec, out_spec) != ("NHWC", "HWIO", "NHWC") and \
@@ -208,14 +213,17 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
         out_chan, filter_shape, W_init, b_init)
 
 
-def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None, b_init=None):
+def Conv(out_chan: int, filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+         padding: str | Sequence[tuple[int, int]] = "VALID", W_init: Initializer | None = None,
+         b_init: Initializer | None = None) -> Layer:
     """2-D convolution over NHWC inputs with an HWIO kernel, as stax.Conv."""
     return GeneralConv(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding,
                        W_init, b_init)
 
 
-def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
-                  b_init=None):
+def ConvTranspose(out_chan: int, filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                  padding: str | Sequence[tuple[int, int]] = "VALID",
+                  W_init: Initializer | None = None, b_init: Initializer | None = None) -> Layer:
     """The transpose (gradient) of Conv, over NHWC inputs with an HWIO kernel."""
     strides = tuple(strides or (1,) * len(filter_shape))
     return _conv_layer(
@@ -250,13 +258,15 @@ def _pool(kind, window_shape, strides=None, padding="VALID"):
     return Layer(init_fn, apply_fn)
 
 
-def MaxPool(window_shape, strides=None, padding="VALID"):
+def MaxPool(window_shape: Sequence[int], strides: Sequence[int] | None = None,
+            padding: str | Sequence[tuple[int, int]] = "VALID") -> Layer:
     """A layer taking the maximum over windows of `window_shape` on channels-last inputs;
     `strides` default to the window (non-overlapping windows)."""
     return _pool("max", window_shape, strides, padding)
 
 
-def AvgPool(window_shape, strides=None, padding="VALID"):
+def AvgPool(window_shape: Sequence[int], strides: Sequence[int] | None = None,
+            padding: str | Sequence[tuple[int, int]] = "VALID") -> Layer:
     """A layer averaging over windows of `window_shape` on channels-last inputs; `strides`
     default to the window."""
     return _pool("avg", window_shape, strides, padding)
@@ -276,7 +286,7 @@ Flatten = Layer(_flatten_init, _flatten_apply)
 
 # --------------------------------------------------------------------------- regularization, norms
 
-def Dropout(rate):
+def Dropout(rate: float) -> Layer:
     """Zero each input with probability `rate` during training (and scale the others by
     1 / (1 - rate)); the identity with train=False. Needs a key when training."""
     if not 0 <= rate < 1:
@@ -292,7 +302,8 @@ def Dropout(rate):
     return Layer(lambda key, input_shape: (input_shape, ()), apply_fn)
 
 
-def LayerNorm(axis=-1, epsilon=1e-5, center=True, scale=True):
+def LayerNorm(axis: int | Sequence[int] = -1, epsilon: float = 1e-5, center: bool = True,
+              scale: bool = True) -> Layer:
     """Normalize over `axis` per example, then a learned scale and shift."""
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
 
@@ -317,7 +328,8 @@ def _along(p, axes, ndim):
     return fnp.reshape(p, tuple(p.shape[axes.index(d)] if d in axes else 1 for d in range(ndim)))
 
 
-def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, momentum=0.9, center=True, scale=True):
+def BatchNorm(axis: int | Sequence[int] = (0, 1, 2), epsilon: float = 1e-5, momentum: float = 0.9,
+              center: bool = True, scale: bool = True) -> Layer:
     """Normalize with batch statistics over `axis` in training, with running statistics
     in evaluation. The running mean and variance are state: create it with
     `layer.init_state(input_shape)`, pass it as state=..., get the new one back."""
@@ -363,7 +375,7 @@ def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, momentum=0.9, center=True, scale=Tru
     return Layer(init_fn, apply_fn, init_state)
 
 
-def Embedding(vocab_size, features, embedding_init=None):
+def Embedding(vocab_size: int, features: int, embedding_init: Initializer | None = None) -> Layer:
     """Rows of a learned table, indexed by integer ids."""
     embedding_init = embedding_init or init.normal(1.0)
 
@@ -377,7 +389,7 @@ def Embedding(vocab_size, features, embedding_init=None):
 
 # --------------------------------------------------------------------------- combinators
 
-def serial(*layers):
+def serial(*layers: tuple[InitFn, ApplyFn]) -> Layer:
     """Apply layers one after another: the combined (init_fn, apply_fn) layer.
 
     init_fn(key, input_shape) -> (output_shape, params) splits `key` among the layers
@@ -389,45 +401,45 @@ def serial(*layers):
     >>> out_shape, apply(params, fnp.ones((5, 3))).shape
     ((-1, 2), (5, 2))
     """
-    layers = [_as_layer(layer) for layer in layers]
+    children = [_as_layer(layer) for layer in layers]
 
     def init_fn(key, input_shape):
         params = []
-        for layer, k in zip(layers, _split(key, len(layers))):
+        for layer, k in zip(children, _split(key, len(children))):
             input_shape, p = layer.init(k, input_shape)
             params.append(p)
         return input_shape, params
 
     def apply_fn(params, x, key=None, train=True, state=None):
-        states = state if state is not None else [None] * len(layers)
+        states = state if state is not None else [None] * len(children)
         new_states = []
-        for layer, p, k, s in zip(layers, params, _split(key, len(layers)), states):
+        for layer, p, k, s in zip(children, params, _split(key, len(children)), states):
             x, s = _call(layer, p, x, s, k, train, len(new_states))
             new_states.append(s)
         return (x, new_states) if state is not None else x
 
-    return Layer(init_fn, apply_fn, _combined_state(layers, sequential=True))
+    return Layer(init_fn, apply_fn, _combined_state(children, sequential=True))
 
 
-def parallel(*layers):
+def parallel(*layers: tuple[InitFn, ApplyFn]) -> Layer:
     """Apply layer i to input i of a tuple of inputs."""
-    layers = [_as_layer(layer) for layer in layers]
+    children = [_as_layer(layer) for layer in layers]
 
     def init_fn(key, input_shape):
         out = [layer.init(k, s) for layer, k, s in
-               zip(layers, _split(key, len(layers)), input_shape)]
+               zip(children, _split(key, len(children)), input_shape)]
         return tuple(o[0] for o in out), [o[1] for o in out]
 
     def apply_fn(params, xs, key=None, train=True, state=None):
-        states = state if state is not None else [None] * len(layers)
+        states = state if state is not None else [None] * len(children)
         outs, new_states = [], []
-        for layer, p, x, k, s in zip(layers, params, xs, _split(key, len(layers)), states):
+        for layer, p, x, k, s in zip(children, params, xs, _split(key, len(children)), states):
             y, s = _call(layer, p, x, s, k, train, len(outs))
             outs.append(y)
             new_states.append(s)
         return (tuple(outs), new_states) if state is not None else tuple(outs)
 
-    return Layer(init_fn, apply_fn, _combined_state(layers, sequential=False))
+    return Layer(init_fn, apply_fn, _combined_state(children, sequential=False))
 
 
 def _combined_state(layers, sequential):
@@ -446,7 +458,7 @@ def _combined_state(layers, sequential):
     return init_state
 
 
-def FanOut(num):
+def FanOut(num: int) -> Layer:
     """Copy the input num times."""
     return Layer(lambda key, input_shape: ((input_shape,) * num, ()),
                  lambda params, x, **kw: (x,) * num)
@@ -460,7 +472,7 @@ _fan_in_sum_apply.__qualname__ = "FanInSum.apply_fn"   # (fnad.hooks' paths)
 FanInSum = Layer(lambda key, input_shapes: (input_shapes[0], ()), _fan_in_sum_apply)
 
 
-def FanInConcat(axis=-1):
+def FanInConcat(axis: int = -1) -> Layer:
     """Concatenate a tuple of inputs along axis."""
     def init_fn(key, input_shapes):
         ax = axis % len(input_shapes[0])

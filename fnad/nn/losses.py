@@ -11,9 +11,10 @@ from .. import numpy as fnp
 from ..core import Tracer
 from ..numpy._core import promote_inexact, as_operand
 from .activations import log_softmax, one_hot, softplus
+from ..typing import Array, ArrayLike
 
 
-def mse(predictions, targets):
+def mse(predictions: ArrayLike, targets: ArrayLike) -> Array:
     """The mean of (predictions - targets) ** 2 over every element.
 
     >>> nn.mse(fnp.asarray([1.0, 2.0]), fnp.asarray([1.0, 4.0]))
@@ -50,27 +51,27 @@ def _log_likelihood(log_probs, labels):
     return per_example if valid is None else fnp.where(valid, per_example, np.nan)
 
 
-def softmax_cross_entropy(logits, labels):
+def softmax_cross_entropy(logits: ArrayLike, labels: ArrayLike) -> Array:
     """Mean of -sum(labels * log_softmax(logits)); labels are integer classes or
     one-hot / probability rows."""
     logits, = promote_inexact(logits)
     return -fnp.mean(_log_likelihood(log_softmax(logits, axis=-1), labels))
 
 
-def nll(log_probs, labels):
+def nll(log_probs: ArrayLike, labels: ArrayLike) -> Array:
     """Negative log-likelihood of integer labels (or one-hot rows) under log_probs."""
     log_probs, = promote_inexact(log_probs)
     return -fnp.mean(_log_likelihood(log_probs, labels))
 
 
-def binary_cross_entropy_with_logits(logits, labels):
+def binary_cross_entropy_with_logits(logits: ArrayLike, labels: ArrayLike) -> Array:
     """Mean of the log loss of sigmoid(logits): written as max(z, 0) - z y + log(1 + e^-|z|)
     so large |logits| neither overflow nor lose the gradient."""
     logits, labels = promote_inexact(logits, labels)
     return fnp.mean(softplus(logits) - logits * labels)
 
 
-def huber(predictions, targets, delta=1.0):
+def huber(predictions: ArrayLike, targets: ArrayLike, delta: float = 1.0) -> Array:
     """The mean Huber loss: quadratic (0.5 e**2) for errors up to `delta`, linear beyond."""
     predictions, targets = promote_inexact(predictions, targets)
     err = fnp.abs(predictions - targets)

@@ -1,6 +1,7 @@
 """Turning user values into fnad values, and applying fnad's promotion rule
 (fnad.dtypes: JAX's lattice, Python scalars weak, float64 never narrowed)."""
 import math
+from typing import Any, Callable
 
 import numpy as np
 
@@ -8,6 +9,7 @@ from ..array import Array, weakly_typed
 from ..core import Tracer
 from .. import backend, dtypes
 from ..errors import ShapeError
+from ..typing import ArrayLike
 from ..primitives import shape as S
 from ..primitives.elementwise import convert
 
@@ -155,10 +157,10 @@ def _sequence_dtype(seq):
     return dtypes.result_type(*leaves)
 
 
-def as_operand(x):
+def as_operand(x: Any) -> Array:
     """Cheap conversion for operands: fnad values pass through untouched."""
     if isinstance(x, (Array, Tracer)):
-        return x
+        return x  # type: ignore[return-value]  # (a Tracer is a virtual Array)
     return asarray(x)
 
 
@@ -188,7 +190,10 @@ def _is_python_scalar(x):
     return type(x) in (int, float, complex, bool)
 
 
-def promote(*args):
+# promote, promote_pair and promote_inexact are typed as giving Arrays: where Python scalars
+# meet arrays they give 0-d numpy arrays, which stand in for Arrays (same attributes and
+# operators) in the callers' arithmetic.
+def promote(*args: Any) -> list[Array]:
     """Operands converted to their common dtype (fnad.dtypes.result_type). Python
     scalars and weakly typed arrays take the dtype of the others unless their kind is
     higher (a float with integers gives the default float)."""
@@ -196,7 +201,7 @@ def promote(*args):
     if ops and all(_is_python_scalar(a) for a in ops):
         ops[0] = asarray(ops[0])
     dtype = dtypes.result_type(*ops)
-    out = []
+    out: list[Any] = []
     for a in ops:
         if _is_python_scalar(a):
             out.append(np.asarray(a, dtype))
@@ -231,7 +236,7 @@ def scalar_constant(value, dtype):
     return c
 
 
-def promote_pair(x, y):
+def promote_pair(x: Any, y: Any) -> tuple[Array, Array]:
     """promote for two operands, with fast paths for the common cases: two values of
     one dtype, and a value with a Python scalar of a kind its dtype can hold."""
     # numpy operands take the slow path, which copies them into Arrays.
@@ -252,10 +257,11 @@ def promote_pair(x, y):
     elif (tx is Array or isinstance(x, Tracer)) and (ty is Array or isinstance(y, Tracer)):
         if x.dtype == y.dtype:
             return x, y
-    return promote(x, y)
+    a, b = promote(x, y)
+    return a, b
 
 
-def promote_inexact(*args):
+def promote_inexact(*args: Any) -> list[Array]:
     """promote, then to floating point for true division, exp, mean, ...: integers and
     bools compute in float32, 64-bit integers in the default float (as JAX)."""
     out = promote(*args)
@@ -267,7 +273,8 @@ def promote_inexact(*args):
     return out
 
 
-def unary_inexact(prim, name=None, doc=None):
+def unary_inexact(prim: Any, name: str | None = None, doc: str | None = None
+                  ) -> Callable[[ArrayLike], Array]:
     """The library function binding a one-operand primitive that computes in floats:
     integer and bool operands are promoted first (JAX's rule), float and complex
     Arrays go straight to the primitive."""
@@ -280,13 +287,13 @@ def unary_inexact(prim, name=None, doc=None):
     return op
 
 
-def normalize_axis(axis, ndim, name="axis"):
+def normalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
     if not -ndim <= axis < max(ndim, 1):
         raise ShapeError(f"{name} {axis} is out of bounds for an array of dimension {ndim}")
     return axis % ndim if ndim else 0
 
 
-def normalize_axes(axis, ndim):
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (tuple, list)):
