@@ -16,7 +16,7 @@ fnad.numpy and no Python branch looks at an array's value.
 A learning rate may be a number or a schedule: a function from the int32 step count
 to a scalar (`exponential_decay`, `cosine_decay_schedule`, `linear_schedule`, ...).
 """
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -390,8 +390,9 @@ def constant_schedule(value: float) -> Schedule:
     return lambda count: jnp.full([], value, jnp.float32)
 
 
-def exponential_decay(init_value, transition_steps, decay_rate, transition_begin=0,
-                      staircase=False, end_value=None):
+def exponential_decay(init_value: float, transition_steps: int, decay_rate: float,
+                      transition_begin: int = 0, staircase: bool = False,
+                      end_value: float | None = None) -> Schedule:
     """init_value * decay_rate ** ((count - transition_begin) / transition_steps),
     init_value before transition_begin; with `staircase` the exponent is floored;
     `end_value` bounds the value (below when decaying, above when growing)."""
@@ -412,7 +413,8 @@ def exponential_decay(init_value, transition_steps, decay_rate, transition_begin
     return schedule
 
 
-def cosine_decay_schedule(init_value, decay_steps, alpha=0.0, exponent=1.0):
+def cosine_decay_schedule(init_value: float, decay_steps: int, alpha: float = 0.0,
+                          exponent: float = 1.0) -> Schedule:
     """Cosine decay (Loshchilov & Hutter, SGDR, 2017) from init_value to
     alpha * init_value over decay_steps, constant afterwards."""
     if decay_steps <= 0:
@@ -427,7 +429,8 @@ def cosine_decay_schedule(init_value, decay_steps, alpha=0.0, exponent=1.0):
     return schedule
 
 
-def linear_schedule(init_value, end_value, transition_steps, transition_begin=0):
+def linear_schedule(init_value: float, end_value: float, transition_steps: int,
+                    transition_begin: int = 0) -> Schedule:
     """init_value until transition_begin, then linearly to end_value over
     transition_steps, end_value afterwards."""
     if transition_steps <= 0:
@@ -440,12 +443,12 @@ def linear_schedule(init_value, end_value, transition_steps, transition_begin=0)
     return schedule
 
 
-def warmup(peak_value, warmup_steps, init_value=0.0):
+def warmup(peak_value: float, warmup_steps: int, init_value: float = 0.0) -> Schedule:
     """Linear warmup from init_value to peak_value over warmup_steps, then constant."""
     return linear_schedule(init_value, peak_value, warmup_steps)
 
 
-def join_schedules(schedules, boundaries):
+def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
     """schedules[0] before boundaries[0], then schedules[i + 1] from boundaries[i],
     each called with the count relative to the boundary where it starts."""
     if len(schedules) != len(boundaries) + 1:
@@ -461,8 +464,9 @@ def join_schedules(schedules, boundaries):
     return schedule
 
 
-def warmup_cosine_decay_schedule(init_value, peak_value, warmup_steps, decay_steps,
-                                 end_value=0.0, exponent=1.0):
+def warmup_cosine_decay_schedule(init_value: float, peak_value: float, warmup_steps: int,
+                                 decay_steps: int, end_value: float = 0.0,
+                                 exponent: float = 1.0) -> Schedule:
     """Linear warmup to peak_value, then cosine decay to end_value; decay_steps counts
     the warmup, as in optax."""
     alpha = 0.0 if peak_value == 0 else end_value / peak_value

@@ -43,6 +43,7 @@ from .primitives.random_bits import random_bits, random_split, threefry2x32  # n
 from .scipy import special
 from .transforms.custom import custom_jvp
 from .transforms.jvp import jvp as _jvp
+from .typing import ArrayLike, DTypeLike
 
 __all__ = ["key", "PRNGKey", "key_data", "wrap_key_data", "split", "fold_in", "threefry2x32",
            "bits", "uniform", "normal", "truncated_normal", "bernoulli", "randint", "permutation",
@@ -85,12 +86,12 @@ def key(seed: Any) -> Array:
 PRNGKey = key
 
 
-def key_data(keys):
+def key_data(keys: Any) -> Array:
     """The uint32 words of keys: fnad keys are already raw arrays."""
     return keys
 
 
-def wrap_key_data(data):
+def wrap_key_data(data: ArrayLike) -> Array:
     """`data` (uint32 words of shape (..., 2)) as keys; an identity on valid data, since fnad
     keys are raw arrays (JAX makes typed keys)."""
     return _check_key("wrap_key_data", data)
@@ -287,7 +288,7 @@ def _inward(bound, direction):
 
 # --------------------------------------------------------------------------- draws
 
-def bits(key, shape=(), dtype=None):
+def bits(key: Array, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
     """Uniformly random unsigned integers (uint32 by default; uint8..uint64)."""
     key = _check_key("bits", key)
     dtype = np.dtype(np.uint32 if dtype is None else dtype)
@@ -327,7 +328,8 @@ def normal(key: Array, shape: Sequence[int] = (), dtype: Any = None) -> Array:
     return _erfinv(u) * np.array(math.sqrt(2), dtype)
 
 
-def truncated_normal(key, lower, upper, shape=None, dtype=None):
+def truncated_normal(key: Array, lower: ArrayLike, upper: ArrayLike,
+                     shape: Sequence[int] | None = None, dtype: DTypeLike | None = None) -> Array:
     """Standard normal values conditioned on lower < x < upper: the inverse CDF of a
     uniform between erf(lower / sqrt 2) and erf(upper / sqrt 2)."""
     key = _check_key("truncated_normal", key)
@@ -415,7 +417,7 @@ def randint(key: Array, shape: Sequence[int], minval: Any, maxval: Any, dtype: A
     return jnp.astype(lo + jnp.astype(offset, wide), dtype)
 
 
-def permutation(key, x, axis=0, independent=False):
+def permutation(key: Array, x: ArrayLike, axis: int = 0, independent: bool = False) -> Array:
     """A random permutation of range(x) (x an int), or of x along `axis` (with
     independent=True, each slice along `axis` is shuffled on its own). Sorting by
     random 32-bit keys, repeated so that ties (which keep their order) are rare: a
@@ -453,7 +455,8 @@ def _shuffle(key, x, axis):
     return x
 
 
-def choice(key, a, shape=(), replace=True, p=None, axis=0):
+def choice(key: Array, a: Any, shape: Any = (), replace: bool = True,
+           p: ArrayLike | None = None, axis: int = 0) -> Array:
     """Samples of `a` (an array: along `axis`; an int n: of range(n)), with or without
     replacement, uniformly or with probabilities p."""
     key = _check_key("choice", key)
@@ -477,7 +480,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
             ind = randint(key, shape, 0, n_inputs)
             result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
         else:
-            perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
+            perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)  # type: ignore[arg-type]  # (Tracer)
             result = jnp.take_range(perm, 0, n_draws, axis if arr.ndim else 0)
     else:
         p = p if isinstance(p, (Array, Tracer)) else jnp.asarray(p)
@@ -502,7 +505,8 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     return jnp.reshape(result, out_shape)
 
 
-def categorical(key, logits, axis=-1, shape=None, replace=True):
+def categorical(key: Array, logits: ArrayLike, axis: int = -1, shape: Sequence[int] | None = None,
+                replace: bool = True) -> Array:
     """Indices drawn with probabilities softmax(logits) along `axis` (the Gumbel-max
     trick: argmax of logits + Gumbel noise). With replace=False, the draws that
     `shape` adds in front of the batch are distinct: the top k of one set of noisy
@@ -535,7 +539,7 @@ def _categorical_distinct(key, logits, axis, prefix, batch_shape):
     return jnp.reshape(top, prefix + batch_shape)
 
 
-def gumbel(key, shape=(), dtype=None):
+def gumbel(key: Array, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
     """Standard Gumbel values: -log(-log(u)), u uniform in [tiny, 1)."""
     key = _check_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
@@ -543,7 +547,7 @@ def gumbel(key, shape=(), dtype=None):
     return -_log(-_log(u))
 
 
-def exponential(key, shape=(), dtype=None):
+def exponential(key: Array, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
     """Standard exponential values: -log(1 - u)."""
     key = _check_key("exponential", key)
     dtype = _float_dtype("exponential", dtype)
@@ -574,12 +578,12 @@ def _compute_dtype(dtype):
     return np.dtype(np.float32) if dtype == np.float16 else dtype
 
 
-def clone(key):
+def clone(key: Array) -> Array:
     """The same key: fnad keys are values, never consumed, so a clone is the key."""
     return _check_key("clone", key)
 
 
-def laplace(key, shape=(), dtype=None):
+def laplace(key: Array, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
     """Standard Laplace values (density exp(-|x|) / 2): inverse CDF of a uniform."""
     key = _check_key("laplace", key)
     dtype = _float_dtype("laplace", dtype)
@@ -588,7 +592,7 @@ def laplace(key, shape=(), dtype=None):
     return jnp.sign(u) * -_log(-jnp.abs(u), jnp.log1p)
 
 
-def logistic(key, shape=(), dtype=None):
+def logistic(key: Array, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
     """Standard logistic values: log(u / (1 - u))."""
     key = _check_key("logistic", key)
     dtype = _float_dtype("logistic", dtype)
@@ -596,7 +600,7 @@ def logistic(key, shape=(), dtype=None):
     return _log(u) - _log(-u, jnp.log1p)
 
 
-def cauchy(key, shape=(), dtype=None):
+def cauchy(key: Array, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
     """Standard Cauchy values: tan(pi (u - 1/2))."""
     key = _check_key("cauchy", key)
     dtype = _float_dtype("cauchy", dtype)
@@ -604,7 +608,7 @@ def cauchy(key, shape=(), dtype=None):
     return jnp.tan(np.array(math.pi, dtype) * (u - np.array(0.5, dtype)))
 
 
-def rademacher(key, shape=(), dtype=None):
+def rademacher(key: Array, shape: Sequence[int] = (), dtype: DTypeLike | None = None) -> Array:
     """-1 or +1 with equal probability (integers)."""
     key = _check_key("rademacher", key)
     dtype = np.dtype(dtypes.default_int() if dtype is None else dtype)
@@ -612,7 +616,8 @@ def rademacher(key, shape=(), dtype=None):
     return jnp.astype(2 * jnp.astype(heads, dtype) - 1, dtype)
 
 
-def rayleigh(key, scale, shape=None, dtype=None):
+def rayleigh(key: Array, scale: ArrayLike, shape: Sequence[int] | None = None,
+             dtype: DTypeLike | None = None) -> Array:
     """Rayleigh values: scale * sqrt(2 E), E standard exponential."""
     key = _check_key("rayleigh", key)
     dtype = _float_dtype("rayleigh", dtype)
@@ -621,7 +626,7 @@ def rayleigh(key, scale, shape=None, dtype=None):
     return jnp.sqrt(2 * exponential(key, shape, dtype)) * scale
 
 
-def maxwell(key, shape=(), dtype=None):
+def maxwell(key: Array, shape: Any = (), dtype: DTypeLike | None = None) -> Array:
     """Maxwell values: the length of a standard normal vector in three dimensions."""
     key = _check_key("maxwell", key)
     dtype = _float_dtype("maxwell", dtype)
@@ -629,7 +634,8 @@ def maxwell(key, shape=(), dtype=None):
     return jnp.sqrt(jnp.sum(jnp.square(normal(key, shape + (3,), dtype)), axis=-1))
 
 
-def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
+def double_sided_maxwell(key: Array, loc: Any, scale: Any, shape: Any = (),
+                         dtype: DTypeLike | None = None) -> Array:
     """loc + scale * (a Maxwell value with a random sign)."""
     key = _check_key("double_sided_maxwell", key)
     dtype = _float_dtype("double_sided_maxwell", dtype)
@@ -640,7 +646,8 @@ def double_sided_maxwell(key, loc, scale, shape=(), dtype=None):
     return maxwell(k1, shape, dtype) * sign * scale + loc
 
 
-def weibull_min(key, scale, concentration, shape=(), dtype=None):
+def weibull_min(key: Array, scale: Any, concentration: ArrayLike, shape: Any = (),
+                dtype: DTypeLike | None = None) -> Array:
     """Weibull values: scale * E ** (1 / concentration), E standard exponential."""
     key = _check_key("weibull_min", key)
     dtype = _float_dtype("weibull_min", dtype)
@@ -649,7 +656,8 @@ def weibull_min(key, scale, concentration, shape=(), dtype=None):
     return scale * exponential(key, shape, dtype) ** (1 / conc)
 
 
-def lognormal(key, sigma=1.0, shape=None, dtype=None):
+def lognormal(key: Array, sigma: ArrayLike = 1.0, shape: Sequence[int] | None = None,
+              dtype: DTypeLike | None = None) -> Array:
     """exp(sigma * N), N standard normal."""
     key = _check_key("lognormal", key)
     dtype = _float_dtype("lognormal", dtype)
@@ -658,7 +666,8 @@ def lognormal(key, sigma=1.0, shape=None, dtype=None):
     return jnp.exp(normal(key, shape, dtype) * sigma)
 
 
-def pareto(key, b, shape=None, dtype=None):
+def pareto(key: Array, b: ArrayLike, shape: Sequence[int] | None = None,
+           dtype: DTypeLike | None = None) -> Array:
     """Pareto values on [1, inf) with shape b: exp(E / b)."""
     key = _check_key("pareto", key)
     dtype = _float_dtype("pareto", dtype)
@@ -667,7 +676,8 @@ def pareto(key, b, shape=None, dtype=None):
     return jnp.exp(exponential(key, shape, dtype) / b)
 
 
-def wald(key, mean, shape=None, dtype=None):
+def wald(key: Array, mean: Any, shape: Sequence[int] | None = None,
+         dtype: DTypeLike | None = None) -> Array:
     """Wald (inverse Gaussian, scale 1) values: Michael, Schucany and Haas's method,
     one normal and one uniform per value."""
     key = _check_key("wald", key)
@@ -682,7 +692,8 @@ def wald(key, mean, shape=None, dtype=None):
     return jnp.where(u <= mean / (mean + x), x, jnp.square(mean) / x)
 
 
-def triangular(key, left, mode, right, shape=None, dtype=None):
+def triangular(key: Array, left: Any, mode: Any, right: Any,
+               shape: Sequence[int] | None = None, dtype: DTypeLike | None = None) -> Array:
     """Triangular values on [left, right] peaking at mode: inverse CDF of a uniform."""
     key = _check_key("triangular", key)
     dtype = _float_dtype("triangular", dtype)
@@ -695,7 +706,8 @@ def triangular(key, left, mode, right, shape=None, dtype=None):
     return jnp.where(u < (mode - left) / width, below, above)
 
 
-def geometric(key, p, shape=None, dtype=None):
+def geometric(key: Array, p: ArrayLike, shape: Sequence[int] | None = None,
+              dtype: DTypeLike | None = None) -> Array:
     """The number of Bernoulli(p) trials up to and including the first success
     (1, 2, ...): 1 + floor(log(u) / log(1 - p)). Counts past the dtype's range (p at
     or near 0) saturate at its maximum; -1 where p is not in [0, 1]."""
@@ -819,7 +831,8 @@ def _gamma_args(name, key, a, shape, dtype):
     return key, jnp.broadcast_to(a, shape), shape, dtype
 
 
-def gamma(key, a, shape=None, dtype=None):
+def gamma(key: Array, a: ArrayLike, shape: Sequence[int] | None = None,
+          dtype: DTypeLike | None = None) -> Array:
     """Gamma(a, 1) values (0 for a = 0, NaN for a < 0), differentiable in a (implicit
     reparameterization)."""
     key, a, shape, dtype = _gamma_args("gamma", key, a, shape, dtype)
@@ -827,14 +840,16 @@ def gamma(key, a, shape=None, dtype=None):
     return jnp.astype(_log_gamma_draw(key, a, shape, compute)[1], dtype)
 
 
-def loggamma(key, a, shape=None, dtype=None):
+def loggamma(key: Array, a: ArrayLike, shape: Sequence[int] | None = None,
+             dtype: DTypeLike | None = None) -> Array:
     """log of Gamma(a, 1) values, accurate where the values themselves underflow
     (a << 1)."""
     key, a, shape, dtype = _gamma_args("loggamma", key, a, shape, dtype)
     return jnp.astype(_log_gamma_draw(key, a, shape, _compute_dtype(dtype))[0], dtype)
 
 
-def beta(key, a, b, shape=None, dtype=None):
+def beta(key: Array, a: ArrayLike, b: ArrayLike, shape: Sequence[int] | None = None,
+         dtype: DTypeLike | None = None) -> Array:
     """Beta(a, b) values: X / (X + Y) for X ~ Gamma(a), Y ~ Gamma(b), formed from
     their logs so that small a and b give no 0 / 0."""
     key = _check_key("beta", key)
@@ -850,7 +865,8 @@ def beta(key, a, b, shape=None, dtype=None):
     return jnp.astype(x / (x + y), dtype)
 
 
-def dirichlet(key, alpha, shape=None, dtype=None):
+def dirichlet(key: Array, alpha: Any, shape: Any = None,
+              dtype: DTypeLike | None = None) -> Array:
     """Dirichlet(alpha) vectors along the last axis: normalized gammas (a softmax of
     log-gammas). `shape` is the batch shape; the result has alpha's last axis after it."""
     key = _check_key("dirichlet", key)
@@ -869,13 +885,15 @@ def dirichlet(key, alpha, shape=None, dtype=None):
     return jnp.astype(g / jnp.sum(g, axis=-1, keepdims=True), dtype)
 
 
-def chisquare(key, df, shape=None, dtype=None):
+def chisquare(key: Array, df: Any, shape: Any = None,
+              dtype: DTypeLike | None = None) -> Array:
     """Chi-squared values with df degrees of freedom: 2 Gamma(df / 2)."""
     key, df, shape, dtype = _gamma_args("chisquare", key, df, shape, dtype)
     return jnp.astype(2 * gamma(key, df / 2, shape, _compute_dtype(dtype)), dtype)
 
 
-def t(key, df, shape=None, dtype=None):
+def t(key: Array, df: Any, shape: Any = None,
+      dtype: DTypeLike | None = None) -> Array:
     """Student's t values: N / sqrt(chi2(df) / df)."""
     key, df, shape, dtype = _gamma_args("t", key, df, shape, dtype)
     compute = _compute_dtype(dtype)
@@ -885,7 +903,8 @@ def t(key, df, shape=None, dtype=None):
     return jnp.astype(n * jnp.sqrt(df / (2 * half)), dtype)
 
 
-def f(key, dfnum, dfden, shape=None, dtype=None):
+def f(key: Array, dfnum: Any, dfden: Any, shape: Any = None,
+      dtype: DTypeLike | None = None) -> Array:
     """F values: (chi2(dfnum) / dfnum) / (chi2(dfden) / dfden)."""
     key = _check_key("f", key)
     dtype = _float_dtype("f", dtype)
@@ -898,7 +917,8 @@ def f(key, dfnum, dfden, shape=None, dtype=None):
     return jnp.astype(num / den, dtype)
 
 
-def generalized_normal(key, p, shape=(), dtype=None):
+def generalized_normal(key: Array, p: Any, shape: Any = (),
+                       dtype: DTypeLike | None = None) -> Array:
     """Values with density proportional to exp(-|x| ** p): a random sign times
     Gamma(1 / p) ** (1 / p)."""
     key = _check_key("generalized_normal", key)
@@ -909,7 +929,8 @@ def generalized_normal(key, p, shape=(), dtype=None):
     return jnp.astype(rademacher(k2, shape), dtype) * g ** (1 / p)
 
 
-def ball(key, d, p=2, shape=(), dtype=None):
+def ball(key: Array, d: int, p: float = 2, shape: Any = (),
+         dtype: DTypeLike | None = None) -> Array:
     """Points uniform in the d-dimensional unit p-norm ball (Barthe et al., 2005):
     g / (|g|_p^p + E) ** (1 / p) for generalized-normal g and exponential E."""
     key = _check_key("ball", key)
@@ -991,7 +1012,8 @@ def _poisson_large(key, lam, shape):
     return _rejection_loop(key, shape, jnp.zeros(shape, f64), propose)
 
 
-def poisson(key, lam, shape=None, dtype=None):
+def poisson(key: Array, lam: Any, shape: Sequence[int] | None = None,
+            dtype: DTypeLike | None = None) -> Array:
     """Poisson(lam) counts: Knuth's method below lam = 10, Hormann's PTRS above
     (computed in float64); counts past the dtype's range saturate at its maximum; -1
     where lam is negative or NaN."""
@@ -1062,7 +1084,8 @@ def _binomial_large(key, n, q, shape):
     return _rejection_loop(key, shape, jnp.zeros(shape, f64), propose)
 
 
-def binomial(key, n, p, shape=None, dtype=None):
+def binomial(key: Array, n: Any, p: Any, shape: Sequence[int] | None = None,
+             dtype: DTypeLike | None = None) -> Array:
     """Binomial(n, p) counts, as floats (as JAX): waiting-time inversion when
     n min(p, 1 - p) < 10, Hormann's BTRS otherwise, computed in float64; NaN where n is
     negative or infinite or p is outside [0, 1]."""
@@ -1084,7 +1107,8 @@ def binomial(key, n, p, shape=None, dtype=None):
     return jnp.astype(jnp.where(valid, k, np.nan), dtype)
 
 
-def multinomial(key, n, p, *, shape=None, dtype=None):
+def multinomial(key: Array, n: Any, p: Any, *, shape: Any = None,
+                dtype: DTypeLike | None = None) -> Array:
     """Counts of n draws among the categories of p (probabilities along the last axis,
     normalized here): category by category, each count binomial in what is left of n
     given the probability left."""
@@ -1114,7 +1138,8 @@ def multinomial(key, n, p, *, shape=None, dtype=None):
 
 # --------------------------------------------------------------------------- matrices
 
-def orthogonal(key, n, shape=(), dtype=None, m=None):
+def orthogonal(key: Array, n: int, shape: Any = (), dtype: DTypeLike | None = None,
+               m: int | None = None) -> Array:
     """Uniformly random (Haar) matrices of shape (*shape, n, m) (m = n by default)
     with orthonormal columns, or orthonormal rows when n < m."""
     key = _check_key("orthogonal", key)
@@ -1130,7 +1155,9 @@ def orthogonal(key, n, shape=(), dtype=None, m=None):
     return jnp.swapaxes(q, -1, -2) if n < m else q
 
 
-def multivariate_normal(key, mean, cov, shape=None, dtype=None, method="cholesky"):
+def multivariate_normal(key: Array, mean: Any, cov: Any,
+                        shape: Any = None, dtype: DTypeLike | None = None,
+                        method: str = "cholesky") -> Array:
     """Normal vectors with the given mean (..., d) and covariance (..., d, d):
     mean + A z with cov = A A^T. method 'cholesky' (cov positive definite) takes A
     triangular; 'eigh' and 'svd' take A = U sqrt(S) and allow a singular cov."""

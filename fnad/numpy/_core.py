@@ -9,12 +9,13 @@ from ..array import Array, weakly_typed
 from ..core import Tracer
 from .. import backend, dtypes
 from ..errors import ShapeError
-from ..typing import ArrayLike
+from ..typing import ArrayLike, DTypeLike
 from ..primitives import shape as S
 from ..primitives.elementwise import convert
 
 
-def asarray(a, dtype=None, order=None, copy=None, *, device=None):
+def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None,
+            copy: bool | None = None, *, device: Any = None) -> Array:
     """An fnad value for `a`: an fnad value, a numpy array or scalar, a Python scalar,
     a (nested) list or tuple of any of these, or an object numpy can read through
     `__dlpack__` or `__array__` (a PyTorch tensor, a JAX array, ...).
@@ -36,8 +37,8 @@ def asarray(a, dtype=None, order=None, copy=None, *, device=None):
         return _on_device(asarray(a, dtype, order, copy), device)
     if isinstance(a, (Array, Tracer)):
         if dtype is None:
-            return a
-        out = astype(a, dtype)
+            return a  # type: ignore[return-value]  # (a Tracer is a virtual Array)
+        out = astype(a, dtype)  # type: ignore[arg-type]  # (a Tracer is a virtual Array)
         # An explicit dtype makes the value strongly typed, as in JAX.
         return Array(out._value) if out is a and type(a) is Array and a.weak_type else out
     if isinstance(a, (np.ndarray, np.generic)):
@@ -61,8 +62,8 @@ def asarray(a, dtype=None, order=None, copy=None, *, device=None):
     return Array(value)
 
 
-def array(object, dtype=None, copy=True, order="K", ndmin=0, *,  # noqa: A002
-          device=None):
+def array(object: Any, dtype: DTypeLike | None = None, copy: bool = True,  # noqa: A002
+          order: str = "K", ndmin: int = 0, *, device: Any = None) -> Array:
     """asarray, copying by default (numpy's and JAX's array), with at least `ndmin`
     dimensions (ones are added in front)."""
     out = asarray(object, dtype, order, copy, device=device)
@@ -175,7 +176,7 @@ def _on_device(x, device):
     return backend.device_put(x, device)
 
 
-def astype(x, dtype, copy=False, device=None):
+def astype(x: ArrayLike, dtype: DTypeLike, copy: bool = False, device: Any = None) -> Array:
     """x converted to dtype (JAX's astype: copy has no effect on immutable arrays)."""
     if device is not None:
         return _on_device(astype(x, dtype), device)
