@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import fnad
 import fnad.numpy as fnp
-from fnad import lax
+from fnad import lax, nn, optim, random
 from fnad.typing import ArrayLike
 
 if TYPE_CHECKING:
@@ -25,7 +25,21 @@ assert_type(scaled(fnp.ones(2), 3), fnad.Array)     # jit keeps the signature (P
 assert_type(fnad.jit(static_argnums=1)(scale)(fnp.ones(2), 3), fnad.Array)
 assert_type(lax.fori_loop(0, 3, lambda i, v: v + 1.0, 0.0), float)
 assert_type(lax.cond(True, lambda: 1, lambda: 2), int)
-zero: fnad.Array = fnp.zeros(())    # (fnad.numpy's functions are not annotated yet)
+zero = fnp.zeros(())
+assert_type(zero, fnad.Array)
 carry, ys = lax.scan(lambda c, x: (c + x, c), zero, fnp.ones(3))
 assert_type(carry, fnad.Array)
 assert_type(zero @ zero - 1, fnad.Array)    # the operators fnad.numpy attaches
+assert_type(fnp.sum(zero, axis=0), fnad.Array)
+assert_type(fnp.sin(1.0), fnad.Array)                # a generated wrapper (_unary_inexact)
+assert_type(fnp.add(zero, 1), fnad.Array)            # a generated wrapper (_binary)
+assert_type(nn.relu(zero), fnad.Array)
+assert_type(random.normal(random.key(0), (2,)), fnad.Array)
+assert_type(random.gamma(random.key(0), 2.0), fnad.Array)
+assert_type(optim.adam(1e-3), optim.GradientTransformation)
+assert_type(optim.warmup_cosine_decay_schedule(0.0, 1.0, 10, 100), optim.Schedule)
+layer = nn.serial(nn.Dense(4), nn.Relu)
+assert_type(layer, nn.layers.Layer)
+init_fn, apply_fn = layer
+assert_type(init_fn, fnad.typing.InitFn)
+assert_type(nn.initializers.glorot_normal(), fnad.typing.Initializer)

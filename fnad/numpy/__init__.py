@@ -39,7 +39,10 @@ from ._index_tricks import *  # noqa: F401,F403
 from ._setops import *  # noqa: F401,F403
 from ._packbits import *  # noqa: F401,F403
 from ._functional import *  # noqa: F401,F403
-from . import linalg  # noqa: F401
+# (the star imports also bring the typing names the modules annotate with: not numpy's API)
+for _name in ("Any", "Callable", "Sequence", "ArrayLike", "DTypeLike"):
+    globals().pop(_name, None)
+from . import linalg  # noqa: F401,E402
 from . import fft  # noqa: F401
 from ._methods import attach as _attach
 

@@ -5,6 +5,7 @@ Where the pieces go is always decided from static information (shapes, and index
 arguments that must be concrete), then the data moves with concatenate and one
 gather, so derivatives reach every input that contributes values."""
 import operator
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -18,18 +19,19 @@ from ._nonzero import concrete_or_raise, concrete_value, sized_positions
 from . import _elementwise as E
 from ._products import diag
 from ._shapes import (broadcast_to, concatenate, moveaxis, ravel, reshape, take_range)
+from ..typing import ArrayLike
 
 __all__ = ["append", "block", "delete", "diagflat", "insert", "trim_zeros"]
 
 
-def append(arr, values, axis=None):
+def append(arr: Any, values: Any, axis: Any = None) -> Array:
     """arr with values added at the end of axis (of the flattened arrays for None)."""
     if axis is None:
         return concatenate([ravel(arr), ravel(values)], 0)
     return concatenate([arr, values], axis)
 
 
-def diagflat(v, k=0):
+def diagflat(v: ArrayLike, k: int = 0) -> Array:
     """A 2-d array with the flattened v on its k-th diagonal."""
     return diag(ravel(v), k)
 
@@ -97,7 +99,7 @@ def _static_positions(obj, name, n):
     return int(value) if value.ndim == 0 else value.astype(np.int64).ravel()
 
 
-def delete(arr, obj, axis=None, *, assume_unique_indices=False):
+def delete(arr: Any, obj: Any, axis: Any = None, *, assume_unique_indices: bool = False) -> Array:
     """arr without the entries at obj along axis (of the flattened arr for None)."""
     arr = as_operand(arr)
     if axis is None:
@@ -145,7 +147,7 @@ def _delete_traced(arr, obj, axis):
     return take(arr, kept, axis=axis, mode="clip")
 
 
-def insert(arr, obj, values, axis=None):
+def insert(arr: Any, obj: Any, values: ArrayLike, axis: Any = None) -> Array:
     """arr with values inserted before the positions obj along axis (of the
     flattened arr for None), as numpy.insert: a scalar obj inserts the whole of
     values there; a sequence inserts one slice of values before each position.
@@ -228,7 +230,7 @@ def _traced_insert_source(positions, n, count):
 
 # --------------------------------------------------------------------------- trim_zeros
 
-def trim_zeros(filt, trim="fb", axis=None):
+def trim_zeros(filt: Any, trim: str = "fb", axis: int | Sequence[int] | None = None) -> Array:
     """filt without its leading ("f") and/or trailing ("b") zeros along axis (every
     axis for None), where a position is zero when all entries across the other axes
     are. The result's shape depends on the values, so filt must be concrete."""

@@ -2,6 +2,7 @@
 its conjugate and its angle. For real inputs they are what numpy gives: the value
 itself, zeros, the value, 0 or pi."""
 import numpy as np
+from typing import Any
 
 from ..array import Array
 from ..core import Tracer
@@ -9,17 +10,18 @@ from ..primitives import elementwise as E
 from ..primitives import reduce as R
 from ..primitives import shape as S
 from ._core import as_operand, promote_inexact
+from ..typing import ArrayLike
 
 __all__ = ["real", "imag", "conj", "conjugate", "angle", "iscomplexobj", "isrealobj",
            "iscomplex", "isreal", "arccosh", "acosh"]
 
 
-def real(val):
+def real(val: Any) -> Array:
     x = as_operand(val)
     return E.real_p.bind(x) if x.dtype.kind == "c" else x
 
 
-def imag(val):
+def imag(val: Any) -> Array:
     x = as_operand(val)
     if x.dtype.kind == "c":
         return E.imag_p.bind(x)
@@ -28,7 +30,7 @@ def imag(val):
     return E.broadcast_to(np.zeros((), x.dtype), tuple(x.shape))
 
 
-def conj(x):
+def conj(x: ArrayLike) -> Array:
     x = as_operand(x)
     return E.conj_p.bind(x) if x.dtype.kind == "c" else x
 
@@ -36,7 +38,7 @@ def conj(x):
 conjugate = conj
 
 
-def angle(z, deg=False):
+def angle(z: ArrayLike, deg: bool = False) -> Array:
     """The argument of z, in (-pi, pi] (degrees with deg=True): atan2(imag, real)."""
     z = as_operand(z)
     if z.dtype.kind != "c":
@@ -46,27 +48,27 @@ def angle(z, deg=False):
     return out * np.asarray(180 / np.pi, out.dtype) if deg else out
 
 
-def iscomplexobj(x):
+def iscomplexobj(x: ArrayLike) -> Any:
     dtype = x.dtype if isinstance(x, (Array, Tracer, np.ndarray, np.generic)) \
         else np.asarray(x).dtype
     return dtype.kind == "c"
 
 
-def isrealobj(x):
+def isrealobj(x: ArrayLike) -> Any:
     return not iscomplexobj(x)
 
 
-def iscomplex(x):
+def iscomplex(x: ArrayLike) -> Array:
     x = as_operand(x)
     return imag(x) != 0
 
 
-def isreal(x):
+def isreal(x: ArrayLike) -> Array:
     x = as_operand(x)
     return imag(x) == 0
 
 
-def arccosh(x):
+def arccosh(x: ArrayLike) -> Array:
     if not (type(x) is Array or isinstance(x, Tracer)) or x.dtype.kind not in "fc":
         x, = promote_inexact(x)
     return E.arccosh_p.bind(x)

@@ -1,5 +1,6 @@
 """Array creation. Results are concrete Arrays (constants to every transform)."""
 import numpy as np
+from typing import Any, Sequence
 
 import operator
 
@@ -11,6 +12,7 @@ from ._core import as_operand, astype, promote_inexact
 from ._elementwise import abs, floor, log10, power, where
 from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, reshape,
                       take_range)
+from ..typing import ArrayLike, DTypeLike
 
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
            "full_like", "arange", "linspace", "eye", "identity", "tri", "meshgrid",
@@ -32,19 +34,20 @@ def _shape(shape):
     return (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
 
 
-def zeros(shape, dtype=None):
+def zeros(shape: int | Sequence[int], dtype: DTypeLike | None = None) -> Array:
     return Array(np.zeros(_shape(shape), _dtype(dtype)))
 
 
-def ones(shape, dtype=None):
+def ones(shape: int | Sequence[int], dtype: DTypeLike | None = None) -> Array:
     return Array(np.ones(_shape(shape), _dtype(dtype)))
 
 
-def empty(shape, dtype=None):
+def empty(shape: int | Sequence[int], dtype: DTypeLike | None = None) -> Array:
     return zeros(shape, dtype)
 
 
-def full(shape, fill_value, dtype=None):
+def full(shape: int | Sequence[int], fill_value: ArrayLike,
+         dtype: DTypeLike | None = None) -> Array:
     if dtype is None and hasattr(fill_value, "dtype"):
         dtype = fill_value.dtype
     if not isinstance(fill_value, (int, float, bool, np.generic, np.ndarray)):
@@ -57,26 +60,30 @@ def _like_dtype(a, dtype):
     return dtypes.check_supported(dtype) if dtype is not None else as_operand(a).dtype
 
 
-def zeros_like(a, dtype=None, shape=None):
+def zeros_like(a: ArrayLike, dtype: DTypeLike | None = None,
+               shape: int | Sequence[int] | None = None) -> Array:
     return Array(np.zeros(as_operand(a).shape if shape is None else _shape(shape),
                           _like_dtype(a, dtype)))
 
 
-def ones_like(a, dtype=None, shape=None):
+def ones_like(a: ArrayLike, dtype: DTypeLike | None = None,
+              shape: int | Sequence[int] | None = None) -> Array:
     return Array(np.ones(as_operand(a).shape if shape is None else _shape(shape),
                          _like_dtype(a, dtype)))
 
 
-def empty_like(a, dtype=None, shape=None):
+def empty_like(a: ArrayLike, dtype: DTypeLike | None = None,
+               shape: int | Sequence[int] | None = None) -> Array:
     return zeros_like(a, dtype, shape)
 
 
-def full_like(a, fill_value, dtype=None, shape=None):
+def full_like(a: ArrayLike, fill_value: ArrayLike, dtype: DTypeLike | None = None,
+              shape: int | Sequence[int] | None = None) -> Array:
     return full(as_operand(a).shape if shape is None else shape, fill_value,
                 _like_dtype(a, dtype))
 
 
-def arange(start, stop=None, step=1, dtype=None):
+def arange(start: Any, stop: Any = None, step: int = 1, dtype: DTypeLike | None = None) -> Array:
     if dtype is None:
         # As JAX: the bounds' result type, Python numbers weak (arange(5) is the
         # default int, arange(0.5) the default float, arange(np.int8(5)) int8).
@@ -84,7 +91,8 @@ def arange(start, stop=None, step=1, dtype=None):
     return Array(np.arange(start, stop, step, dtype=dtypes.check_supported(dtype)))
 
 
-def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False,
+             dtype: DTypeLike | None = None, axis: int = 0) -> Any:
     """numpy's points. Python and numpy bounds give numpy's exact values (a constant);
     fnad bounds (traced ones included) give the same formula composed of fnad ops, so
     the points are differentiable in start and stop."""
@@ -130,15 +138,15 @@ def _traced_linspace(start, stop, num, endpoint, retstep, dtype, axis):
     return (out, step) if retstep else out
 
 
-def eye(N, M=None, k=0, dtype=None):
+def eye(N: Any, M: Any = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
     return Array(np.eye(N, M, k, dtype=_dtype(dtype)))
 
 
-def identity(n, dtype=None):
+def identity(n: Any, dtype: DTypeLike | None = None) -> Array:
     return eye(n, dtype=dtype)
 
 
-def tri(N, M=None, k=0, dtype=None):
+def tri(N: Any, M: Any = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
     return Array(np.tri(N, M, k, dtype=_dtype(dtype)))
 
 
@@ -167,7 +175,8 @@ def _python_type_dtype(dtype):
     return dtypes.check_supported(dtype)
 
 
-def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
+def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
+             dtype: DTypeLike | None = None, axis: int = 0) -> Any:
     """base ** linspace(start, stop): Python bounds are spaced in float64, as numpy's."""
     if _is_fnad(start) or _is_fnad(stop) or _is_fnad(base):
         exponents = linspace(start, stop, num, endpoint, axis=axis)
@@ -180,7 +189,8 @@ def logspace(start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
                   or dtype is not None else out.dtype)
 
 
-def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None,
+              axis: Any = 0) -> Any:
     """Points evenly spaced on a log scale from start to stop (both of one sign, not
     zero); the ends are start and stop exactly."""
     fnad_bounds = _is_fnad(start) or _is_fnad(stop)
@@ -210,7 +220,7 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     return out if fnad_bounds else astype(out, dtypes.default_float())
 
 
-def fromfunction(function, shape, *, dtype=float, **kwargs):
+def fromfunction(function: Any, shape: Any, *, dtype: DTypeLike = float, **kwargs: Any) -> Array:
     """function(*indices), the indices of every axis as arrays of dtype broadcast
     against each other (shape's entries are static)."""
     shape = _shape(shape)
@@ -223,18 +233,18 @@ def fromfunction(function, shape, *, dtype=float, **kwargs):
     return function(*grids, **kwargs)
 
 
-def fromiter(iterable, dtype, count=-1):
+def fromiter(iterable: Any, dtype: DTypeLike | None, count: int = -1) -> Array:
     """An Array of the values of a Python iterable (read on the host)."""
     return Array(np.fromiter(iterable, dtypes.check_supported(dtype), count))
 
 
-def frombuffer(buffer, dtype=float, count=-1, offset=0):
+def frombuffer(buffer: Any, dtype: DTypeLike = float, count: int = -1, offset: int = 0) -> Array:
     """An Array of the buffer's bytes read as dtype (float is float64 here: it names
     the bytes' layout, not a default)."""
     return Array(np.frombuffer(buffer, dtypes.check_supported(dtype), count, offset).copy())
 
 
-def fromstring(string, dtype=float, count=-1, *, sep):
+def fromstring(string: Any, dtype: DTypeLike = float, count: int = -1, *, sep: Any) -> Array:
     """An Array of the numbers in a text string separated by sep."""
     if not sep:
         raise ValueError("fromstring: sep must be given (binary mode is numpy's "
@@ -242,13 +252,14 @@ def fromstring(string, dtype=float, count=-1, *, sep):
     return Array(np.fromstring(string, dtypes.check_supported(dtype), count, sep=sep))
 
 
-def fromfile(file, dtype=float, count=-1, sep="", offset=0):
+def fromfile(file: Any, dtype: DTypeLike = float, count: int = -1, sep: str = "",
+             offset: int = 0) -> Array:
     """An Array of the numbers in a file, raw bytes of dtype (sep="") or text separated
     by sep (read on the host; float is float64 here, the bytes' layout)."""
     return Array(np.fromfile(file, dtypes.check_supported(dtype), count, sep, offset))
 
 
-def copy(a, order=None):
+def copy(a: ArrayLike, order: Any = None) -> Array:
     """a as an fnad value: Arrays are immutable, so a copy is the array itself; numpy
     arrays are copied in."""
     return as_operand(a)

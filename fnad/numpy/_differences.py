@@ -2,6 +2,7 @@
 and linear interpolation (interp). Slices and elementwise arithmetic throughout, in
 numpy's order of operations, so values agree with numpy's to the rounding."""
 import numpy as np
+from typing import Any, Sequence
 
 from ..core import Tracer
 from ..array import Array
@@ -12,6 +13,7 @@ from ._nonzero import concrete_value
 from ._reductions import cumsum, sum as _sum
 from ._shapes import broadcast_to, concatenate, ravel, reshape, take_range
 from ._sorting import argsort, searchsorted
+from ..typing import ArrayLike
 
 __all__ = ["diff", "ediff1d", "gradient", "trapezoid", "unwrap", "interp"]
 
@@ -32,7 +34,7 @@ def _along(a, n, axis, value):
     return value
 
 
-def diff(a, n=1, axis=-1, prepend=None, append=None):
+def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Array:
     """The n-th difference along axis (booleans: a != neighbour, as numpy's)."""
     a = as_operand(a)
     if n < 0:
@@ -54,7 +56,7 @@ def diff(a, n=1, axis=-1, prepend=None, append=None):
     return a
 
 
-def ediff1d(ary, to_end=None, to_begin=None):
+def ediff1d(ary: ArrayLike, to_end: Any = None, to_begin: Any = None) -> Array:
     """Differences of the flattened array, with to_begin and to_end (in its dtype)."""
     ary = ravel(as_operand(ary))
     parts = []
@@ -126,7 +128,8 @@ def _gradient_1(f, axis, spacing, edge_order):
     return concatenate([first, inner, last], axis)
 
 
-def gradient(f, *varargs, axis=None, edge_order=None):
+def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
+             edge_order: Any = None) -> Any:
     """Second-order central differences inside, first- or second-order one-sided ones
     at the ends (edge_order 1 or 2); varargs: one step or coordinate array for every
     axis, or one for all. One array for one axis, else a list."""
@@ -169,7 +172,7 @@ def trapezoid(y, x=None, dx=1.0, axis=-1):
     return _sum(d * (later + earlier) / 2.0, axis)
 
 
-def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
+def unwrap(p: ArrayLike, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Array:
     """p with jumps larger than discont (default period / 2) along axis replaced by
     their equivalents modulo period, numpy's rule (a jump of exactly period / 2 up
     stays up)."""
@@ -190,7 +193,8 @@ def unwrap(p, discont=None, axis=-1, period=2 * np.pi):
                         + cumsum(correction, axis=axis)], axis)
 
 
-def interp(x, xp, fp, left=None, right=None, period=None):
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+           period: Any = None) -> Array:
     """Piecewise-linear interpolation of the points (xp, fp), xp increasing; left/right
     (default fp's ends) outside them; with period, x and xp are taken modulo period."""
     # x stays as given until promoted: a Python float made a float32 Array first

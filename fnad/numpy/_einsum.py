@@ -7,6 +7,7 @@ axis of size 1 broadcasts against the same label elsewhere, as in numpy: the
 operand is constant along it, so it is squeezed out and the label dropped.
 """
 import string
+from typing import Any
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from ..primitives.dot import dot_general
 from ..primitives.reduce import reduce_sum
 from ._core import promote
 from ._products import Precision, diagonal, preferred_operands
+from ..typing import Array
 
 _LETTERS = string.ascii_letters
 

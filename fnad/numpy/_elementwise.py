@@ -1,7 +1,8 @@
 """numpy's elementwise functions over the elementwise primitives."""
 import numpy as np
+from typing import Any, Callable
 
-from ..dtypes import finfo, kind_of as dtype_kind
+from ..dtypes import finfo as _finfo, kind_of as _dtype_kind
 from ..array import Array
 from ..core import Tracer
 from ..errors import DTypeError
@@ -9,9 +10,10 @@ from ..primitives import elementwise as E
 from ._core import promote, promote_pair, promote_inexact, as_operand, astype
 from ._core import unary_inexact as _unary_inexact
 from ._nonzero import nonzero
+from ..typing import ArrayLike
 
 
-def _binary(prim):
+def _binary(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
     def op(x, y):
         if type(x) is Array and type(y) is Array and x._value.dtype == y._value.dtype:
             return prim.bind(x, y)
@@ -20,17 +22,17 @@ def _binary(prim):
     return op
 
 
-def _binary_inexact(prim):
+def _binary_inexact(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
     def op(x, y):
         x, y = promote_pair(x, y)
-        if dtype_kind(x.dtype) not in "fc":
+        if _dtype_kind(x.dtype) not in "fc":
             x, y = promote_inexact(x, y)
         return prim.bind(x, y)
     op.__name__ = prim.name
     return op
 
 
-def _unary(prim):
+def _unary(prim: Any) -> Callable[[ArrayLike], Array]:
     def op(x):
         return prim.bind(as_operand(x))
     op.__name__ = prim.name
@@ -64,7 +66,8 @@ def _lexicographic_max(x, y, max_not_min):
     return E.select_p.bind(E.or_p.bind(_nan_in(x), keep_x), x, y)
 
 
-def _ordered(prim, on_complex):
+def _ordered(prim: Any, on_complex: Callable[[Array, Array], Array]
+             ) -> Callable[[ArrayLike, ArrayLike], Array]:
     """prim (a comparison, max or min) on real operands; on complex ones, on_complex.
     The complex path is found by the primitive's refusal, so real operands pay
     nothing for it."""
@@ -75,7 +78,7 @@ def _ordered(prim, on_complex):
             return real_op(x, y)
         except DTypeError:
             x, y = promote_pair(x, y)
-            if dtype_kind(x.dtype) != "c":
+            if _dtype_kind(x.dtype) != "c":
                 raise
             return on_complex(x, y)
     op.__name__ = prim.name
@@ -124,7 +127,7 @@ isfinite = _unary(E.is_finite_p)
 def _keeps_integers(float_op):
     def op(x):
         x = as_operand(x)
-        return x if dtype_kind(x.dtype) in "biu" else float_op(x)
+        return x if _dtype_kind(x.dtype) in "biu" else float_op(x)
     op.__name__ = float_op.__name__
     return op
 
@@ -133,11 +136,11 @@ floor = _keeps_integers(_floor)
 ceil = _keeps_integers(_ceil)
 
 
-def round(x, decimals=0):  # noqa: A001 (numpy's name)
+def round(x: ArrayLike, decimals: int = 0) -> Array:  # noqa: A001 (numpy's name)
     x = as_operand(x)
-    if dtype_kind(x.dtype) in "biu":
+    if _dtype_kind(x.dtype) in "biu":
         return x
-    if dtype_kind(x.dtype) == "c":         # numpy rounds each part
+    if _dtype_kind(x.dtype) == "c":         # numpy rounds each part
         return _by_parts(lambda part: round(part, decimals), x)
     if decimals == 0:
         return E.round_p.bind(x, rounding_method=E.TO_NEAREST_EVEN)
@@ -148,26 +151,26 @@ def round(x, decimals=0):  # noqa: A001 (numpy's name)
 around = round
 
 
-def trunc(x):
+def trunc(x: ArrayLike) -> Array:
     x = as_operand(x)
-    if dtype_kind(x.dtype) in "biu":
+    if _dtype_kind(x.dtype) in "biu":
         return x
     return where(x < 0, ceil(x), floor(x))
 
 
-def power(x, y):
+def power(x: ArrayLike, y: ArrayLike) -> Array:
     # An integer exponent known at trace time gets the exact integer_pow rule, which
     # is differentiable at x = 0 and defined for negative x.
     if isinstance(y, (int, np.integer)) and not isinstance(y, bool) \
             and not isinstance(x, (int, float)):
         x = as_operand(x)
-        if dtype_kind(x.dtype) in "fc" or y >= 0:
+        if _dtype_kind(x.dtype) in "fc" or y >= 0:
             return E.integer_pow_p.bind(x, y=int(y))
     x, y = promote(x, y)
-    if dtype_kind(x.dtype) in "iu":        # exact integer arithmetic, as numpy
+    if _dtype_kind(x.dtype) in "iu":        # exact integer arithmetic, as numpy
         _refuse_negative_powers(y)
         return E.integer_power_p.bind(x, y)
-    if dtype_kind(x.dtype) != "f":
+    if _dtype_kind(x.dtype) != "f":
         x, y = promote_inexact(x, y)
     return E.pow_p.bind(x, y)
 
@@ -179,40 +182,40 @@ def _refuse_negative_powers(y):
         raise ValueError("Integers to negative integer powers are not allowed.")
 
 
-def square(x):
+def square(x: ArrayLike) -> Array:
     return E.integer_pow_p.bind(as_operand(x), y=2)
 
 
-def reciprocal(x):
+def reciprocal(x: ArrayLike) -> Array:
     return divide(1, x)
 
 
-def rsqrt(x):
+def rsqrt(x: ArrayLike) -> Array:
     x, = promote_inexact(x)
     return E.rsqrt_p.bind(x)
 
 
-def cbrt(x):
+def cbrt(x: ArrayLike) -> Array:
     x, = promote_inexact(x)
     return E.cbrt_p.bind(x)
 
 
-def exp2(x):
+def exp2(x: ArrayLike) -> Array:
     x, = promote_inexact(x)
     return exp(x * np.asarray(np.log(2.0), x.dtype))
 
 
-def log2(x):
+def log2(x: ArrayLike) -> Array:
     x, = promote_inexact(x)
     return log(x) / np.asarray(np.log(2.0), x.dtype)
 
 
-def log10(x):
+def log10(x: ArrayLike) -> Array:
     x, = promote_inexact(x)
     return log(x) / np.asarray(np.log(10.0), x.dtype)
 
 
-def logaddexp(x, y):
+def logaddexp(x: ArrayLike, y: ArrayLike) -> Array:
     x, y = promote_inexact(x, y)
     # log(e^x + e^y) = m + log(e^(x-m) + e^(y-m)) for any constant m; with m the larger
     # argument held constant (stop_gradient), every derivative order is that of the
@@ -227,7 +230,7 @@ def logaddexp(x, y):
     finite = isfinite(m)
     zero = np.zeros((), m.dtype)
     shift = E.stop_gradient_p.bind(where(finite, m, zero))
-    info = finfo(m.dtype)
+    info = _finfo(m.dtype)
     floor = -np.log(info.smallest_subnormal) + 2
     if m.dtype == np.float64:       # -max - floor rounds back to -max: no overflow
         low = shift - np.asarray(floor, m.dtype)
@@ -241,7 +244,7 @@ def logaddexp(x, y):
     return where(finite, shift + log1p(inner), m)
 
 
-def logaddexp2(x, y):
+def logaddexp2(x: ArrayLike, y: ArrayLike) -> Array:
     x, y = promote_inexact(x, y)
     ln2 = np.asarray(np.log(2.0), x.dtype)
     return logaddexp(x * ln2, y * ln2) / ln2
@@ -251,16 +254,16 @@ floor_divide = _binary(E.floor_divide_p)
 remainder = mod = _binary(E.remainder_p)     # numpy's mod: the sign of the divisor
 
 
-def divmod(x, y):  # noqa: A001
+def divmod(x: ArrayLike, y: ArrayLike) -> Any:  # noqa: A001
     x, y = promote(x, y)
     return E.floor_divide_p.bind(x, y), E.remainder_p.bind(x, y)
 
 
-def positive(x):
+def positive(x: ArrayLike) -> Array:
     return as_operand(x)
 
 
-def logical_not(x):
+def logical_not(x: ArrayLike) -> Array:
     return E.not_p.bind(astype(x, np.bool_))
 
 
@@ -275,7 +278,7 @@ logical_or = _logical(E.or_p)
 logical_xor = _logical(E.xor_p)
 
 
-def isnan(x):
+def isnan(x: ArrayLike) -> Array:
     x = as_operand(x)
     return x != x
 
@@ -285,16 +288,16 @@ def _by_parts(f, z):
     return E.complex_p.bind(f(E.real_p.bind(z)), f(E.imag_p.bind(z)))
 
 
-def isinf(x):
+def isinf(x: ArrayLike) -> Array:
     x = as_operand(x)
-    if dtype_kind(x.dtype) == "c":
+    if _dtype_kind(x.dtype) == "c":
         return isinf(E.real_p.bind(x)) | isinf(E.imag_p.bind(x))
-    if dtype_kind(x.dtype) != "f":
+    if _dtype_kind(x.dtype) != "f":
         return x != x
     return abs(x) == np.inf
 
 
-def where(condition, x=None, y=None):
+def where(condition: ArrayLike, x: ArrayLike | None = None, y: ArrayLike | None = None) -> Any:
     if x is None and y is None:
         return nonzero(condition)
     condition = astype(condition, np.bool_)
@@ -302,7 +305,7 @@ def where(condition, x=None, y=None):
     return E.select_p.bind(condition, x, y)
 
 
-def clip(a, a_min=None, a_max=None):
+def clip(a: Any, a_min: Any = None, a_max: Any = None) -> Array:
     a = as_operand(a)
     if a_min is not None:
         a = maximum(a, a_min)
@@ -311,19 +314,19 @@ def clip(a, a_min=None, a_max=None):
     return a
 
 
-def sinc(x):
+def sinc(x: ArrayLike) -> Array:
     x, = promote_inexact(x)
     pix = np.pi * x
     safe = where(x == 0, 1.0, pix)
     return where(x == 0, 1.0, sin(safe) / safe)
 
 
-def deg2rad(x):
+def deg2rad(x: ArrayLike) -> Array:
     x, = promote_inexact(x)
     return x * (np.pi / 180)
 
 
-def rad2deg(x):
+def rad2deg(x: ArrayLike) -> Array:
     x, = promote_inexact(x)
     return x * (180 / np.pi)
 
@@ -331,12 +334,12 @@ def rad2deg(x):
 radians, degrees = deg2rad, rad2deg
 
 
-def hypot(x, y):
+def hypot(x: ArrayLike, y: ArrayLike) -> Array:
     x, y = promote_inexact(x, y)
     return E.hypot_p.bind(x, y)
 
 
-def heaviside(x, h0):
+def heaviside(x: ArrayLike, h0: Any) -> Array:
     """0 below zero, 1 above, h0 at zero, NaN at NaN; bools and integers give the float
     they compute in (JAX's rule)."""
     x, h0 = promote_inexact(x, h0)
@@ -346,32 +349,32 @@ def heaviside(x, h0):
 
 def _refuse_complex(name, x):
     """numpy's functions of the sign or the real line have no complex loop."""
-    if dtype_kind(x.dtype) == "c":
+    if _dtype_kind(x.dtype) == "c":
         raise DTypeError(f"{name} does not accept complex dtype {x.dtype} (operand of "
                          f"shape {tuple(x.shape)}); apply it to real() or imag()")
 
 
-def signbit(x):
+def signbit(x: ArrayLike) -> Array:
     x = as_operand(x)
     _refuse_complex("signbit", x)
-    if dtype_kind(x.dtype) != "f":
+    if _dtype_kind(x.dtype) != "f":
         return x < 0
     # x < 0 misses -0.0; atan2(x, -1) is -pi for x = -0.0 and pi for +0.0.
     return arctan2(x, -1) < 0
 
 
-def copysign(x, y):
+def copysign(x: ArrayLike, y: ArrayLike) -> Array:
     x, y = promote_inexact(x, y)
     return where(signbit(y), -abs(x), abs(x))
 
 
-def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+def nan_to_num(x: ArrayLike, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Array:
     x = as_operand(x)
-    if dtype_kind(x.dtype) == "c":
+    if _dtype_kind(x.dtype) == "c":
         return _by_parts(lambda part: nan_to_num(part, nan, posinf, neginf), x)
-    if dtype_kind(x.dtype) != "f":
+    if _dtype_kind(x.dtype) != "f":
         return x
-    info = finfo(x.dtype)
+    info = _finfo(x.dtype)
     x = where(isnan(x), nan, x)
     x = where(x == np.inf, info.max if posinf is None else posinf, x)
     return where(x == -np.inf, info.min if neginf is None else neginf, x)
@@ -382,7 +385,7 @@ acos, asin, atan, asinh, atanh, atan2 = arccos, arcsin, arctan, arcsinh, arctanh
 pow = power  # noqa: A001
 
 
-def fabs(x):
+def fabs(x: ArrayLike) -> Array:
     """The absolute value as a float (numpy's fabs has no integer loop, nor a complex
     one)."""
     x, = promote_inexact(x)
@@ -390,42 +393,42 @@ def fabs(x):
     return abs(x)
 
 
-def rint(x):
+def rint(x: ArrayLike) -> Array:
     """Round half to even, in the float integers compute in (numpy's rint of an int is
     a float)."""
     x, = promote_inexact(x)
     return E.round_p.bind(x, rounding_method=E.TO_NEAREST_EVEN)
 
 
-def fmax(x1, x2):
+def fmax(x1: ArrayLike, x2: ArrayLike) -> Array:
     """The larger, ignoring a NaN unless both are NaN."""
     x1, x2 = promote(x1, x2)
-    if dtype_kind(x1.dtype) not in "fc":
+    if _dtype_kind(x1.dtype) not in "fc":
         return maximum(x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, maximum(x1, x2)))
 
 
-def fmin(x1, x2):
+def fmin(x1: ArrayLike, x2: ArrayLike) -> Array:
     """The smaller, ignoring a NaN unless both are NaN."""
     x1, x2 = promote(x1, x2)
-    if dtype_kind(x1.dtype) not in "fc":
+    if _dtype_kind(x1.dtype) not in "fc":
         return minimum(x1, x2)
     return where(isnan(x2), x1, where(isnan(x1), x2, minimum(x1, x2)))
 
 
-def float_power(x, y):
+def float_power(x: ArrayLike, y: ArrayLike) -> Array:
     """power computed in floating point (JAX's dtype rule: the promoted inexact type)."""
     x, y = promote_inexact(x, y)
     return E.pow_p.bind(x, y)
 
 
-def isposinf(x):
+def isposinf(x: ArrayLike) -> Array:
     x = as_operand(x)
     _refuse_complex("isposinf", x)
-    return x == np.inf if dtype_kind(x.dtype) == "f" else x != x
+    return x == np.inf if _dtype_kind(x.dtype) == "f" else x != x
 
 
-def isneginf(x):
+def isneginf(x: ArrayLike) -> Array:
     x = as_operand(x)
     _refuse_complex("isneginf", x)
-    return x == -np.inf if dtype_kind(x.dtype) == "f" else x != x
+    return x == -np.inf if _dtype_kind(x.dtype) == "f" else x != x

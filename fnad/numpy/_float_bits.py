@@ -2,6 +2,7 @@
 composed of exact arithmetic: multiplying by a power of two is exact while the result
 stays normal, and 2**k for an integral k is exact in pow. No bit casts are needed."""
 import numpy as np
+from typing import Any
 
 from ..dtypes import finfo, kind_of as dtype_kind
 from ..errors import DTypeError
@@ -9,6 +10,7 @@ from ..primitives import elementwise as E
 from ._core import as_operand, astype, promote_inexact
 from ._elementwise import (abs, clip, copysign, floor, isfinite, isinf, isnan, log2,
                            trunc, where)
+from ..typing import Array, ArrayLike
 
 __all__ = ["frexp", "ldexp", "nextafter", "spacing", "modf"]
 
@@ -26,7 +28,7 @@ def _float(name, *args):
     return args
 
 
-def frexp(x):
+def frexp(x: Any) -> Any:
     """(mantissa, exponent) with x = mantissa * 2**exponent, |mantissa| in [0.5, 1)
     (and x itself with exponent 0 for zeros, infinities and NaN); exponent is int32."""
     x, = _float("frexp", x)
@@ -55,7 +57,7 @@ def _scale(m, k, info):
     return m * _pow2(first, m.dtype) * _pow2(rest, m.dtype)
 
 
-def ldexp(x1, x2):
+def ldexp(x1: Any, x2: ArrayLike) -> Array:
     """x1 * 2**x2, rounded once (x2 an integer array)."""
     x2 = as_operand(x2)
     if dtype_kind(x2.dtype) not in "iub":
@@ -70,7 +72,7 @@ def ldexp(x1, x2):
     return where(isfinite(x1) & (x1 != 0), _scale(m, astype(e, np.int64) + k, info), x1)
 
 
-def nextafter(x1, x2):
+def nextafter(x1: Any, x2: Any) -> Array:
     """The float next to x1 in the direction of x2 (x2 itself where they are equal)."""
     x1, x2 = _float("nextafter", x1, x2)
     dtype = x1.dtype
@@ -95,7 +97,7 @@ def nextafter(x1, x2):
     return where(isnan(x1) | isnan(x2), np.asarray(np.nan, dtype), out)
 
 
-def spacing(x):
+def spacing(x: Any) -> Array:
     """The distance from x to the next float away from zero (negative for negative x);
     NaN for infinities and NaN."""
     x, = _float("spacing", x)
@@ -104,7 +106,7 @@ def spacing(x):
     return where(isfinite(x), nextafter(x, away) - x, np.asarray(np.nan, x.dtype))
 
 
-def modf(x):
+def modf(x: ArrayLike) -> Any:
     """(fractional part, integral part), both with x's sign (-0.0 included)."""
     x, = promote_inexact(x)
     whole = trunc(x)

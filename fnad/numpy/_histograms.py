@@ -8,6 +8,7 @@ and vmap. A result whose length depends on the data (bincount without length=) n
 concrete values, as in JAX."""
 import builtins
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -20,12 +21,14 @@ from ._nonzero import concrete_value
 from ._reductions import max as _max, min as _min, sum as _sum
 from ._shapes import broadcast_to, flip, reshape, stack, take_range
 from ._sorting import searchsorted
+from ..typing import Array, ArrayLike
 
 __all__ = ["bincount", "digitize", "histogram_bin_edges", "histogram", "histogram2d",
            "histogramdd"]
 
 
-def bincount(x, weights=None, minlength=0, *, length=None):
+def bincount(x: ArrayLike, weights: ArrayLike | None = None, minlength: int = 0, *,
+             length: Any = None) -> Array:
     """The number of times each value 0, 1, ... occurs in x (the sum of their weights
     with weights=); length= fixes the result's length (needed under jit: values at or
     past it are dropped), else it is max(x) + 1 or minlength, whichever is larger."""
@@ -73,7 +76,7 @@ def _scatter_counts(index, values, length):
     return zeros(length, values.dtype).at[index].add(values, mode="drop")
 
 
-def digitize(x, bins, right=False, *, method=None):
+def digitize(x: ArrayLike, bins: Any, right: bool = False, *, method: Any = None) -> Array:
     """The index of the bin each x falls in (numpy's digitize): bins increasing or
     decreasing; right=True closes the bins on the right instead of the left."""
     x, bins = as_operand(x), as_operand(bins)
@@ -153,11 +156,11 @@ def _bin_index(a, edges):
     return where(outside, np.asarray(nb, index.dtype), index)
 
 
-def histogram_bin_edges(a, bins=10, range=None, weights=None):  # noqa: A002
+def histogram_bin_edges(a: ArrayLike, bins: int = 10, range: Any = None, weights: ArrayLike | None = None) -> Array:  # noqa: A002
     return _edges("histogram_bin_edges", reshape(as_operand(a), (-1,)), bins, range)
 
 
-def histogram(a, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogram(a: ArrayLike, bins: int = 10, range: Any = None, weights: ArrayLike | None = None, density: Any = None) -> Any:  # noqa: A002
     """(counts, edges). Counts are the default int (the weights' sums with weights=,
     densities with density=True)."""
     a = reshape(as_operand(a), (-1,))
@@ -189,7 +192,7 @@ def _widths(edges):
     return take_range(edges, 1, n, 0) - take_range(edges, 0, n - 1, 0)
 
 
-def histogramdd(sample, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogramdd(sample: Any, bins: Any = 10, range: Any = None, weights: ArrayLike | None = None, density: Any = None) -> Any:  # noqa: A002
     """(counts, [edges per dimension]) of the points sample (n, d) or a sequence of d
     coordinate arrays; counts are floats, as numpy's."""
     if isinstance(sample, (list, tuple)):
@@ -241,7 +244,7 @@ def _prod(values):
     return out
 
 
-def histogram2d(x, y, bins=10, range=None, weights=None, density=None):  # noqa: A002
+def histogram2d(x: ArrayLike, y: ArrayLike, bins: int = 10, range: Any = None, weights: ArrayLike | None = None, density: Any = None) -> Any:  # noqa: A002
     """(counts, x edges, y edges)."""
     if isinstance(bins, (list, tuple)) and len(bins) == 2:
         bins = list(bins)

@@ -6,6 +6,7 @@ Index outputs use the index dtype (docs/dtypes.md: the default int unless the si
 needs int64). Out-of-range indices follow fnad's indexing rule: numpy's error when
 they are concrete, clipped into range (as JAX) when traced."""
 import operator
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from ._indexing import tril_indices, triu_indices
 from ._nonzero import concrete_value, nonzero
 from ._reductions import sum as _sum
 from ._shapes import concatenate, reshape, transpose
+from ..typing import ArrayLike, DTypeLike
 
 __all__ = ["indices", "unravel_index", "ravel_multi_index", "mask_indices",
            "tril_indices_from", "triu_indices_from", "s_", "index_exp", "mgrid", "ogrid",
@@ -34,7 +36,7 @@ def _dims(shape, name):
     return dims
 
 
-def indices(dimensions, dtype=None, sparse=False):
+def indices(dimensions: Any, dtype: DTypeLike | None = None, sparse: bool = False) -> Any:
     """The coordinate arrays of a grid of `dimensions`: stacked into one array of shape
     (len(dimensions), *dimensions), or, with sparse, a tuple of open-mesh arrays."""
     dims = _dims(dimensions, "indices")
@@ -60,7 +62,7 @@ def _strides(dims, order):
     return strides, step
 
 
-def unravel_index(indices, shape, order="C"):
+def unravel_index(indices: ArrayLike, shape: int | Sequence[int], order: str = "C") -> Any:
     """The coordinates, one array per dimension of shape, of flat indices into an
     array of that shape."""
     dims = _dims(shape, "unravel_index")
@@ -81,7 +83,8 @@ def unravel_index(indices, shape, order="C"):
                  for s, n in zip(strides, dims))
 
 
-def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None):
+def ravel_multi_index(multi_index: Any, dims: Any, mode: str = "raise", order: str = "C", *,
+                      dtype: DTypeLike | None = None) -> Any:
     """The flat index, into an array of shape dims, of each tuple of coordinates.
     mode "raise" (numpy's error for concrete coordinates out of range, clipped when
     traced), "wrap" or "clip" per coordinate."""
@@ -117,7 +120,7 @@ def ravel_multi_index(multi_index, dims, mode="raise", order="C", *, dtype=None)
     return total
 
 
-def mask_indices(n, mask_func, k=0, *, size=None):
+def mask_indices(n: Any, mask_func: Any, k: int = 0, *, size: Any = None) -> Any:
     """The (row, column) indices where mask_func(ones((n, n)), k) is nonzero, e.g.
     mask_indices(n, triu) for the upper triangle."""
     grid = mask_func(Array(np.ones((n, n), dtypes.default_int())), k)
@@ -131,13 +134,13 @@ def _square_shape(arr, name):
     return shape
 
 
-def tril_indices_from(arr, k=0):
+def tril_indices_from(arr: ArrayLike, k: int = 0) -> Any:
     """tril_indices for arr's (2-d) shape."""
     n, m = _square_shape(arr, "tril_indices_from")
     return tril_indices(n, k, m)
 
 
-def triu_indices_from(arr, k=0):
+def triu_indices_from(arr: ArrayLike, k: int = 0) -> Any:
     """triu_indices for arr's (2-d) shape."""
     n, m = _square_shape(arr, "triu_indices_from")
     return triu_indices(n, k, m)

@@ -17,6 +17,7 @@ as in JAX. The README's "Differences from JAX" states the same rule.
 """
 import collections
 import operator
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from ._reductions import cumsum
 from ._nonzero import (argwhere, concrete_or_raise, concrete_value, flatnonzero,  # noqa: F401
                        index_arrays, nonzero)
 from ._shapes import broadcast_to, ravel, reshape, stack
+from ..typing import ArrayLike
 
 __all__ = ["take", "take_along_axis", "put_along_axis", "nonzero", "argwhere", "repeat",
            "flatnonzero", "diag_indices", "diag_indices_from", "tril_indices",
@@ -462,8 +464,9 @@ def _index_like(indices):
     return concrete_value(indices)
 
 
-def take(a, indices, axis=None, out=None, mode=None, unique_indices=False,
-         indices_are_sorted=False, fill_value=None):
+def take(a: Any, indices: ArrayLike, axis: Any = None, out: None = None, mode: Any = None,
+         unique_indices: bool = False, indices_are_sorted: bool = False,
+         fill_value: ArrayLike | None = None) -> Array:
     """numpy's take. mode: "raise" (default; numpy's IndexError when concrete,
     clamped when traced), "wrap", "clip" (numpy's: negative indices become 0), or
     "fill" (JAX's: out-of-range reads give fill_value). unique_indices and
@@ -507,8 +510,9 @@ def _along_axis_index(shape, indices, axis):
     return tuple(idx)
 
 
-def take_along_axis(arr, indices, axis, mode=None, fill_value=None, *,
-                    wrap_negative_indices=True):
+def take_along_axis(arr: ArrayLike, indices: Any, axis: int, mode: Any = None,
+                    fill_value: ArrayLike | None = None, *,
+                    wrap_negative_indices: bool = True) -> Array:
     """arr's entries at `indices` along axis (numpy's take_along_axis). mode None or
     "raise": numpy's IndexError for concrete out-of-range indices (traced ones are
     clamped); "clip": clamped; "fill": fill_value there. With
@@ -536,7 +540,8 @@ def take_along_axis(arr, indices, axis, mode=None, fill_value=None, *,
     return getitem(arr, idx)
 
 
-def put_along_axis(arr, indices, values, axis, inplace=False, mode=None):
+def put_along_axis(arr: ArrayLike, indices: ArrayLike, values: ArrayLike, axis: int,
+                   inplace: bool = False, mode: Any = None) -> Array:
     """A copy of arr with values put at indices along axis (JAX: inplace must be False)."""
     if inplace:
         raise ValueError("fnad arrays are immutable: put_along_axis needs inplace=False "
@@ -547,11 +552,11 @@ def put_along_axis(arr, indices, values, axis, inplace=False, mode=None):
     return IndexUpdateRef(arr, idx).set(values, mode=mode)
 
 
-def diag_indices(n, ndim=2):
+def diag_indices(n: Any, ndim: int = 2) -> Any:
     return (Array(np.arange(n, dtype=dtypes.index_dtype(n))),) * ndim
 
 
-def diag_indices_from(arr):
+def diag_indices_from(arr: ArrayLike) -> Any:
     shape = tuple(as_operand(arr).shape)
     if len(shape) < 2 or len(set(shape)) != 1:
         raise ShapeError(f"diag_indices_from needs an array with at least 2 dimensions of "
@@ -559,11 +564,11 @@ def diag_indices_from(arr):
     return diag_indices(shape[0], len(shape))
 
 
-def tril_indices(n, k=0, m=None):
+def tril_indices(n: Any, k: int = 0, m: Any = None) -> Any:
     return tuple(Array(c) for c in index_arrays(np.tril_indices(n, k, m), max(n, m or 0)))
 
 
-def triu_indices(n, k=0, m=None):
+def triu_indices(n: Any, k: int = 0, m: Any = None) -> Any:
     return tuple(Array(c) for c in index_arrays(np.triu_indices(n, k, m), max(n, m or 0)))
 
 
@@ -575,17 +580,17 @@ def _triangle(m, keep, name):
     return where(keep(*m.shape[-2:]), m, np.zeros((), m.dtype))
 
 
-def tril(m, k=0):
+def tril(m: ArrayLike, k: int = 0) -> Array:
     """m with the entries above the k-th diagonal zeroed."""
     return _triangle(m, lambda n, c: np.tri(n, c, k, dtype=bool), "tril")
 
 
-def triu(m, k=0):
+def triu(m: ArrayLike, k: int = 0) -> Array:
     """m with the entries below the k-th diagonal zeroed."""
     return _triangle(m, lambda n, c: ~np.tri(n, c, k - 1, dtype=bool), "triu")
 
 
-def ix_(*args):
+def ix_(*args: Any) -> Any:
     """An open mesh of the 1-d index arrays in args. Integer arrays keep their dtype (as
     in numpy and JAX); boolean masks become the positions of their True entries, and
     empty arrays empty index arrays, in the index dtype."""
@@ -596,7 +601,7 @@ def ix_(*args):
     return tuple(Array(a) for a in np.ix_(*values))
 
 
-def repeat(a, repeats, axis=None, *, total_repeat_length=None):
+def repeat(a: Any, repeats: Any, axis: Any = None, *, total_repeat_length: Any = None) -> Array:
     """Each entry of a along axis (of the flattened a for None) repeated `repeats`
     times (an int, or one count per entry). total_repeat_length (JAX's) fixes the
     result's length: longer results are cut, shorter ones repeat the last entry; it

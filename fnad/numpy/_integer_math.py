@@ -2,6 +2,7 @@
 floor division by powers of two (exact, wrapping as numpy's shifts do), the bit count
 as a branch-free tree of masked sums, gcd and lcm by Euclid's algorithm."""
 import numpy as np
+from typing import Any
 
 from ..errors import DTypeError
 from ..lax.control_flow import while_loop
@@ -11,6 +12,7 @@ from ._elementwise import (abs, bitwise_and, floor_divide, invert, minimum, mult
                            remainder, where)
 from ._reductions import any as _any
 from ._shapes import broadcast_arrays
+from ..typing import Array, ArrayLike
 
 __all__ = ["left_shift", "right_shift", "bitwise_left_shift", "bitwise_right_shift",
            "bitwise_invert", "bitwise_count", "gcd", "lcm"]
@@ -31,13 +33,13 @@ def _power_of_two(k, dtype):
     return E.integer_power_p.bind(np.asarray(2, dtype), k)
 
 
-def left_shift(x1, x2):
+def left_shift(x1: Any, x2: Any) -> Array:
     """x1 * 2**x2 with the bits past the width dropped; 0 for x2 >= the width."""
     x1, x2 = _integers("left_shift", x1, x2)
     return multiply(x1, _power_of_two(x2, x1.dtype))
 
 
-def right_shift(x1, x2):
+def right_shift(x1: Any, x2: Any) -> Array:
     """floor(x1 / 2**x2): the sign fills in from the left (arithmetic shift), so a
     shift by the width or more gives 0 or -1, as numpy's."""
     x1, x2 = _integers("right_shift", x1, x2)
@@ -60,7 +62,7 @@ def _repeated_byte(byte, dtype):
     return np.asarray(int.from_bytes(bytes([byte]) * dtype.itemsize, "little"), dtype)
 
 
-def bitwise_count(x):
+def bitwise_count(x: ArrayLike) -> Array:
     """The number of 1 bits of |x| (numpy's definition), as uint8."""
     x, = promote(x)
     if x.dtype.kind == "b":
@@ -80,7 +82,7 @@ def bitwise_count(x):
     return astype(floor_divide(v * _repeated_byte(0x01, unsigned), top), np.uint8)
 
 
-def gcd(x1, x2):
+def gcd(x1: Any, x2: ArrayLike) -> Array:
     """The greatest common divisor of |x1| and |x2| (0 for two zeros)."""
     x1, x2 = _integers("gcd", x1, x2)
     # Euclid runs on the magnitudes as unsigned integers: |int min| does not fit the
@@ -97,7 +99,7 @@ def gcd(x1, x2):
     return astype(out, x1.dtype)
 
 
-def lcm(x1, x2):
+def lcm(x1: ArrayLike, x2: ArrayLike) -> Array:
     """|x1| / gcd(x1, x2) * |x2| (wrapping where it does not fit, as numpy's), 0 where
     either is 0."""
     x1, x2 = _integers("lcm", x1, x2)

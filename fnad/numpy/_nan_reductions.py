@@ -5,6 +5,7 @@ means and variances, divided by the count of non-NaN values. A slice of NaNs onl
 gives NaN (numpy's value, without its warning); nanargmax/nanargmin give -1 there,
 as JAX does (numpy raises)."""
 import numpy as np
+from typing import Any, Sequence
 
 from ._arguments import refuse_out as _no_out
 from ._core import as_operand, astype, normalize_axes, promote_inexact
@@ -12,6 +13,7 @@ from ._elementwise import isnan, sqrt, where
 from ._complex import conj, real
 from ..dtypes import moment_dtype, real_dtype
 from . import _reductions as R
+from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["nansum", "nanprod", "nanmax", "nanmin", "nanargmax", "nanargmin", "nanmean",
            "nanvar", "nanstd", "nancumsum", "nancumprod"]
@@ -26,12 +28,14 @@ def _replaced(a, value):
     return where(nan, np.asarray(value, a.dtype), a), nan
 
 
-def nansum(a, axis=None, dtype=None, out=None, keepdims=False):
+def nansum(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+           out: None = None, keepdims: bool = False) -> Array:
     _no_out("nansum", out)
     return R.sum(_replaced(a, 0)[0], axis, dtype, keepdims)
 
 
-def nanprod(a, axis=None, dtype=None, out=None, keepdims=False):
+def nanprod(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+            out: None = None, keepdims: bool = False) -> Array:
     _no_out("nanprod", out)
     return R.prod(_replaced(a, 1)[0], axis, dtype, keepdims)
 
@@ -45,12 +49,14 @@ def _nan_extremum(reduction, fill, a, axis, keepdims):
     return where(all_nan, np.asarray(np.nan, out.dtype), out)
 
 
-def nanmax(a, axis=None, out=None, keepdims=False):
+def nanmax(a: ArrayLike, axis: int | Sequence[int] | None = None, out: None = None,
+           keepdims: bool = False) -> Array:
     _no_out("nanmax", out)
     return _nan_extremum(R.max, -np.inf, a, axis, keepdims)
 
 
-def nanmin(a, axis=None, out=None, keepdims=False):
+def nanmin(a: ArrayLike, axis: int | Sequence[int] | None = None, out: None = None,
+           keepdims: bool = False) -> Array:
     _no_out("nanmin", out)
     return _nan_extremum(R.min, np.inf, a, axis, keepdims)
 
@@ -64,12 +70,14 @@ def _nan_arg(reduction, fill, a, axis, keepdims):
     return where(all_nan, np.asarray(-1, index.dtype), index)
 
 
-def nanargmax(a, axis=None, out=None, keepdims=None):
+def nanargmax(a: ArrayLike, axis: int | Sequence[int] | None = None, out: None = None,
+              keepdims: Any = None) -> Array:
     _no_out("nanargmax", out)
     return _nan_arg(R.argmax, -np.inf, a, axis, keepdims)
 
 
-def nanargmin(a, axis=None, out=None, keepdims=None):
+def nanargmin(a: ArrayLike, axis: int | Sequence[int] | None = None, out: None = None,
+              keepdims: Any = None) -> Array:
     _no_out("nanargmin", out)
     return _nan_arg(R.argmin, np.inf, a, axis, keepdims)
 
@@ -82,7 +90,8 @@ def _count(a, nan, axis, keepdims, dtype):
     return R.sum(astype(~nan, dtype), axis, keepdims=keepdims)
 
 
-def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
+def nanmean(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+            out: None = None, keepdims: bool = False) -> Array:
     _no_out("nanmean", out)
     a = as_operand(a)
     if dtype is not None:
@@ -95,7 +104,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False):
     return astype(total / _count(a, nan, axis, keepdims, a.dtype), out_dtype)
 
 
-def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def nanvar(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+           out: None = None, ddof: int = 0, keepdims: bool = False) -> Array:
     _no_out("nanvar", out)
     a = as_operand(a)
     if dtype is not None:
@@ -118,15 +128,18 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
     return astype(where(n > 0, var, np.asarray(np.nan, var.dtype)), out_dtype)
 
 
-def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+def nanstd(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+           out: None = None, ddof: int = 0, keepdims: bool = False) -> Array:
     return sqrt(nanvar(a, axis, dtype, out, ddof, keepdims))
 
 
-def nancumsum(a, axis=None, dtype=None, out=None):
+def nancumsum(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+              out: None = None) -> Array:
     _no_out("nancumsum", out)
     return R.cumsum(_replaced(a, 0)[0], axis, dtype)
 
 
-def nancumprod(a, axis=None, dtype=None, out=None):
+def nancumprod(a: ArrayLike, axis: int | Sequence[int] | None = None,
+               dtype: DTypeLike | None = None, out: None = None) -> Array:
     _no_out("nancumprod", out)
     return R.cumprod(_replaced(a, 1)[0], axis, dtype)

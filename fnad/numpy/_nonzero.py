@@ -4,6 +4,7 @@ JAX: the first `size` positions, padded with `fill_value`, computed by scatterin
 position to its rank among the nonzero entries (a cumulative sum), so the shapes are
 static. Without size= a traced array is a ConcretizationError."""
 import numpy as np
+from typing import Any
 
 from .. import dtypes
 from ..array import Array
@@ -13,6 +14,7 @@ from ..primitives import elementwise as E
 from ..primitives import index as I
 from ..primitives import reduce as R
 from ..primitives import shape as S
+from ..typing import ArrayLike
 
 
 def concrete_value(x):
@@ -94,7 +96,7 @@ def index_arrays(coords, size):
     return [np.asarray(c).astype(dtype) for c in coords]
 
 
-def nonzero(a, *, size=None, fill_value=None):
+def nonzero(a: ArrayLike, *, size: Any = None, fill_value: ArrayLike | None = None) -> Any:
     """The indices of the nonzero entries, one array per axis. A traced a needs size=:
     the first `size` indices, padded with fill_value (default 0)."""
     if np.ndim(a) == 0:
@@ -108,7 +110,7 @@ def nonzero(a, *, size=None, fill_value=None):
     return tuple(Array(c) for c in index_arrays(coords, max(value.shape)))
 
 
-def flatnonzero(a, *, size=None, fill_value=None):
+def flatnonzero(a: Any, *, size: Any = None, fill_value: ArrayLike | None = None) -> Array:
     """The indices of the nonzero entries of the flattened a."""
     value = concrete_value(a)
     if value is None:
@@ -117,7 +119,7 @@ def flatnonzero(a, *, size=None, fill_value=None):
     return nonzero(np.ravel(value), size=size, fill_value=fill_value)[0]
 
 
-def argwhere(a, *, size=None, fill_value=None):
+def argwhere(a: Any, *, size: Any = None, fill_value: ArrayLike | None = None) -> Array:
     """The indices of the nonzero entries as rows, shape (count, ndim)."""
     value = concrete_value(a)
     if value is None:

@@ -1,6 +1,7 @@
 """packbits and unpackbits: eight truth values to a uint8 and back, with bitwise
 operations on uint8 (numpy's bit order "big": the first value is the top bit)."""
 import numpy as np
+from typing import Any, Sequence
 
 from ..errors import DTypeError
 from . import _elementwise as E
@@ -8,6 +9,7 @@ from ._core import as_operand, astype, normalize_axis
 from ._reductions import sum as _sum
 from ._shapes import moveaxis, ravel, reshape, take_range
 from ._pad import pad
+from ..typing import Array, ArrayLike
 
 __all__ = ["packbits", "unpackbits"]
 
@@ -19,7 +21,7 @@ def _weights(bitorder, name):
     return weights[::-1].copy() if bitorder == "big" else weights
 
 
-def packbits(a, axis=None, bitorder="big"):
+def packbits(a: Any, axis: Any = None, bitorder: str = "big") -> Array:
     """The nonzero-ness of a's entries along axis (the flattened a for None) packed
     eight to a uint8, the last byte padded with zeros."""
     weights = _weights(bitorder, "packbits")
@@ -37,7 +39,7 @@ def packbits(a, axis=None, bitorder="big"):
     return moveaxis(packed, -1, axis)
 
 
-def unpackbits(a, axis=None, count=None, bitorder="big"):
+def unpackbits(a: Any, axis: Any = None, count: Any = None, bitorder: str = "big") -> Array:
     """The bits of the uint8 array a as uint8 zeros and ones along axis (the
     flattened a for None); count keeps the first count bits (negative: drops that
     many from the end; more than there are: pads with zeros)."""

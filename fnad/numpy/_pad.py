@@ -3,6 +3,7 @@ padding): constant and empty padding by the pad primitive, edge, statistic and
 linear-ramp padding from slices and broadcasts, reflect/symmetric/wrap by gathering
 along the axis, and a callable mode on each 1-d slice (through apply_along_axis)."""
 import numpy as np
+from typing import Any
 
 from . import _elementwise as E
 from . import _reductions as R
@@ -13,6 +14,7 @@ from ._functional import apply_along_axis
 from ._indexing import take
 from ._shapes import broadcast_along, concatenate, flip, take_range
 from ._sorting import median
+from ..typing import Array
 
 _MODES = ("constant", "edge", "linear_ramp", "maximum", "mean", "median", "minimum",
           "reflect", "symmetric", "wrap", "empty")
@@ -31,7 +33,7 @@ def _pairs(value, ndim, name, dtype=np.int64):
                          f"after) pair per axis of {ndim}") from None
 
 
-def pad(array, pad_width, mode="constant", **kwargs):
+def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Array:
     """numpy.pad with all of numpy's modes (and a callable one, called on each 1-d
     slice as func(vector, (before, after), axis, kwargs) returning the padded
     vector)."""

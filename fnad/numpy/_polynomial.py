@@ -3,6 +3,7 @@ short composition (Horner's rule, convolution, companion-matrix eigenvalues, lea
 squares); lengths are static, so all of them run under jit, vmap and grad except where
 numpy trims zeros, which needs concrete values (as in JAX)."""
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from ._reductions import cumprod, sum as _sum
 from ._shapes import (atleast_1d, broadcast_to, concatenate, expand_dims, flip, reshape,
                       stack, take_range)
 from ._signal import convolve
+from ..typing import ArrayLike
 
 __all__ = ["vander", "polyval", "polyadd", "polysub", "polymul", "polyder", "polyint",
            "polydiv", "polyfit", "poly", "roots"]
@@ -32,7 +34,7 @@ def _coefficients(name, p):
     return p
 
 
-def vander(x, N=None, increasing=False):  # noqa: N803
+def vander(x: ArrayLike, N: Any = None, increasing: bool = False) -> Array:  # noqa: N803
     """Columns x**(N-1), ..., x, 1 (reversed with increasing=True), the powers as
     running products, as numpy computes them."""
     x = as_operand(x)
@@ -54,7 +56,7 @@ def vander(x, N=None, increasing=False):  # noqa: N803
     return out if increasing else flip(out, 1)
 
 
-def polyval(p, x, *, unroll=16):
+def polyval(p: ArrayLike, x: ArrayLike, *, unroll: int = 16) -> Array:
     """p[0] x**(n-1) + ... + p[n-1] by Horner's rule (numpy's order of operations)."""
     p = _coefficients("polyval", p)
     p, x = promote(p, x)
@@ -72,12 +74,12 @@ def _aligned(a1, a2):
     return [concatenate([z, a], 0) if z.shape[0] else a for z, a in zip(pad, (a1, a2))]
 
 
-def polyadd(a1, a2):
+def polyadd(a1: Any, a2: Any) -> Array:
     a1, a2 = _aligned(a1, a2)
     return a1 + a2
 
 
-def polysub(a1, a2):
+def polysub(a1: Any, a2: Any) -> Array:
     a1, a2 = _aligned(a1, a2)
     return a1 - a2
 
@@ -89,14 +91,14 @@ def _trim_leading_zeros(name, p):
     return take_range(p, int(start), p.shape[0], 0)
 
 
-def polymul(a1, a2, *, trim_leading_zeros=False):
+def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Array:
     a1, a2 = promote(_coefficients("polymul", a1), _coefficients("polymul", a2))
     if trim_leading_zeros:
         a1, a2 = _trim_leading_zeros("polymul", a1), _trim_leading_zeros("polymul", a2)
     return convolve(a1, a2)
 
 
-def polyder(p, m=1):
+def polyder(p: ArrayLike, m: Any = 1) -> Array:
     """The m-th derivative's coefficients."""
     p, = promote_inexact(_coefficients("polyder", p))     # JAX's dtype rule
     m = operator.index(m)
@@ -110,7 +112,7 @@ def polyder(p, m=1):
     return p
 
 
-def polyint(p, m=1, k=None):
+def polyint(p: Any, m: Any = 1, k: Any = None) -> Any:
     """The m-th antiderivative's coefficients, the integration constants k (0 by
     default; one per order, or one for all)."""
     p, = promote_inexact(_coefficients("polyint", p))
@@ -132,7 +134,7 @@ def polyint(p, m=1, k=None):
     return p
 
 
-def polydiv(u, v, *, trim_leading_zeros=False):
+def polydiv(u: Any, v: ArrayLike, *, trim_leading_zeros: bool = False) -> Any:
     """(quotient, remainder) of u / v by long division. The remainder keeps u's length
     (JAX's static shape) unless trim_leading_zeros, which drops its leading zeros as
     numpy does (concrete values only)."""
@@ -158,7 +160,8 @@ def polydiv(u, v, *, trim_leading_zeros=False):
     return quotient, remainder
 
 
-def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
+def polyfit(x: ArrayLike, y: ArrayLike, deg: Any, rcond: Any = None, full: bool = False,
+            w: ArrayLike | None = None, cov: bool = False) -> Any:
     """The least-squares polynomial of degree deg through (x, y) (numpy's column
     scaling of the Vandermonde matrix, optional weights w); full=True adds
     (residuals, rank, singular values, rcond), cov=True the coefficients' covariance."""
@@ -198,7 +201,7 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     return c
 
 
-def poly(seq_of_zeros):
+def poly(seq_of_zeros: Any) -> Array:
     """The monic polynomial with the given roots (of a square matrix: its eigenvalues,
     the characteristic polynomial, real for a real matrix)."""
     z = atleast_1d(as_operand(seq_of_zeros))
@@ -218,7 +221,7 @@ def poly(seq_of_zeros):
     return a
 
 
-def roots(p, *, strip_zeros=True):
+def roots(p: ArrayLike, *, strip_zeros: bool = True) -> Any:
     """The roots of p, the eigenvalues of its companion matrix (complex). numpy's
     stripping of leading zeros and its zero roots for trailing zeros need concrete
     coefficients (strip_zeros=False skips them: p[0] must then be non-zero)."""

@@ -1,5 +1,6 @@
 """Products and contractions, all over dot_general."""
 import enum
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from ._shapes import (broadcast_arrays, concatenate, reshape, moveaxis,
                       take_range, ravel)
 from ._reductions import sum as _sum
 from ._complex import conj
+from ..typing import Array, ArrayLike
 
 # what fnad.numpy exports from here (Precision and preferred_operands serve lax and einsum)
 __all__ = ["matmul", "dot", "tensordot", "vdot", "inner", "outer", "diagonal", "trace",
@@ -165,23 +167,23 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     return dot_general(a, b, ((lhs, rhs), ((), ())))
 
 
-def vdot(a, b):
+def vdot(a: ArrayLike, b: ArrayLike) -> Array:
     return dot(ravel(conj(a)), ravel(b))    # numpy's vdot conjugates its first operand
 
 
-def inner(a, b):
+def inner(a: Any, b: Any) -> Array:
     a, b = _promoted(a, b)
     if a.ndim == 0 or b.ndim == 0:
         return a * b
     return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 1,)))
 
 
-def outer(a, b):
+def outer(a: ArrayLike, b: ArrayLike) -> Array:
     a, b = _promoted(ravel(a), ravel(b))
     return dot_general(reshape(a, (-1, 1)), reshape(b, (1, -1)), (((1,), (0,)), ((), ())))
 
 
-def diagonal(a, offset=0, axis1=0, axis2=1):
+def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     """The diagonal as a strided slice of the two axes flattened together."""
     a, = promote(a)
     a = moveaxis(a, (axis1, axis2), (-2, -1))
@@ -194,11 +196,11 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return take_range(flat, start, start + (length - 1) * (m + 1) + 1, flat.ndim - 1, m + 1)
 
 
-def trace(a, offset=0, axis1=0, axis2=1):
+def trace(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:
     return _sum(diagonal(a, offset, axis1, axis2), axis=-1)
 
 
-def diag(v, k=0):
+def diag(v: ArrayLike, k: int = 0) -> Array:
     v, = promote(v)
     if v.ndim == 2:
         return diagonal(v, k)
@@ -213,7 +215,7 @@ def diag(v, k=0):
     return reshape(flat, (n, n))
 
 
-def kron(a, b):
+def kron(a: Any, b: Any) -> Array:
     """The Kronecker product: block (i, j, ...) is a[i, j, ...] * b (the shorter
     shape padded with leading ones)."""
     a, b = _promoted(a, b)
@@ -226,7 +228,8 @@ def kron(a, b):
     return reshape(spread_a * spread_b, tuple(m * n for m, n in zip(a_shape, b_shape)))
 
 
-def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+          axis: Any = None) -> Array:
     """The cross product of 3-vectors (or 2-vectors, taken with a zero third part)
     along axisa of a and axisb of b, placed along axisc; two 2-vectors give the
     scalar z part. axis, when given, sets all three."""

@@ -1,5 +1,6 @@
 """numpy's reductions and scans over the reduction primitives."""
 import numpy as np
+from typing import Sequence
 
 from .. import dtypes
 from ..array import Array
@@ -10,6 +11,7 @@ from ._arguments import refuse_out as _no_out
 from ._elementwise import sqrt
 from ._complex import real, conj
 from ._complex import lexicographic_extremum as _lexicographic_extremum
+from ..typing import ArrayLike, DTypeLike
 
 
 def _sum_dtype(dtype):
@@ -33,22 +35,23 @@ def _reduction(prim_fn, x, axis, keepdims, dtype=None):
     return out
 
 
-def sum(a, axis=None, dtype=None, keepdims=False):  # noqa: A001
+def sum(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None, keepdims: bool = False) -> Array:  # noqa: A001
     a = as_operand(a)
     return _reduction(R.reduce_sum, a, axis, keepdims, dtype or _sum_dtype(a.dtype))
 
 
-def prod(a, axis=None, dtype=None, keepdims=False):
+def prod(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+         keepdims: bool = False) -> Array:
     a = as_operand(a)
     return _reduction(R.reduce_prod, a, axis, keepdims, dtype or _sum_dtype(a.dtype))
 
 
-def max(a, axis=None, keepdims=False):  # noqa: A001
+def max(a: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:  # noqa: A001
     return _reduction(lambda x, axes: R.reduce_max_p.bind(x, axes=axes) if x.dtype.kind != "c"
                       else _lexicographic_extremum(x, axes, True), a, axis, keepdims)
 
 
-def min(a, axis=None, keepdims=False):  # noqa: A001
+def min(a: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:  # noqa: A001
     return _reduction(lambda x, axes: R.reduce_min_p.bind(x, axes=axes) if x.dtype.kind != "c"
                       else _lexicographic_extremum(x, axes, False), a, axis, keepdims)
 
@@ -56,11 +59,11 @@ def min(a, axis=None, keepdims=False):  # noqa: A001
 amax, amin = max, min
 
 
-def all(a, axis=None, keepdims=False):  # noqa: A001
+def all(a: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:  # noqa: A001
     return _logical(min, True, a, axis, keepdims)
 
 
-def any(a, axis=None, keepdims=False):  # noqa: A001
+def any(a: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:  # noqa: A001
     return _logical(max, False, a, axis, keepdims)
 
 
@@ -79,7 +82,8 @@ def _count(shape, axes):
     return int(np.prod([shape[i] for i in axes], dtype=np.int64))
 
 
-def mean(a, axis=None, dtype=None, keepdims=False):
+def mean(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+         keepdims: bool = False) -> Array:
     a = as_operand(a)
     if dtype is not None:
         a = astype(a, dtype)
@@ -90,7 +94,8 @@ def mean(a, axis=None, dtype=None, keepdims=False):
     return astype(sum(a, axis, keepdims=keepdims) / np.asarray(n, a.dtype), out_dtype)
 
 
-def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def var(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+        ddof: int = 0, keepdims: bool = False) -> Array:
     a = as_operand(a)
     if dtype is not None:
         a = astype(a, dtype)
@@ -108,7 +113,8 @@ def var(a, axis=None, dtype=None, ddof=0, keepdims=False):
                   out_dtype)
 
 
-def std(a, axis=None, dtype=None, ddof=0, keepdims=False):
+def std(a: ArrayLike, axis: int | Sequence[int] | None = None, dtype: DTypeLike | None = None,
+        ddof: int = 0, keepdims: bool = False) -> Array:
     return sqrt(var(a, axis, dtype, ddof, keepdims))
 
 
@@ -123,11 +129,11 @@ def _arg_reduction(prim, a, axis, keepdims):
     return S.reshape(out, R.keepdims_shape(a.shape, (axis,))) if keepdims else out
 
 
-def argmax(a, axis=None, keepdims=False):
+def argmax(a: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
     return _arg_reduction(R.argmax_p, a, axis, keepdims)
 
 
-def argmin(a, axis=None, keepdims=False):
+def argmin(a: ArrayLike, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Array:
     return _arg_reduction(R.argmin_p, a, axis, keepdims)
 
 
@@ -140,12 +146,14 @@ def _scan(fn, a, axis, dtype):
     return fn(a, normalize_axis(axis, a.ndim))
 
 
-def cumsum(a, axis=None, dtype=None):
+def cumsum(a: ArrayLike, axis: int | Sequence[int] | None = None,
+           dtype: DTypeLike | None = None) -> Array:
     a = as_operand(a)
     return _scan(R.cumsum, a, axis, dtype or _sum_dtype(a.dtype))
 
 
-def cumprod(a, axis=None, dtype=None):
+def cumprod(a: ArrayLike, axis: int | Sequence[int] | None = None,
+            dtype: DTypeLike | None = None) -> Array:
     a = as_operand(a)
     return _scan(R.cumprod, a, axis, dtype or _sum_dtype(a.dtype))
 
@@ -171,28 +179,33 @@ def _cumulative(name, fn, identity, x, axis, dtype, include_initial):
     return out
 
 
-def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+def cumulative_sum(x: ArrayLike, /, *, axis: int | Sequence[int] | None = None,
+                   dtype: DTypeLike | None = None, include_initial: bool = False) -> Array:
     return _cumulative("cumulative_sum", cumsum, 0, x, axis, dtype, include_initial)
 
 
-def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+def cumulative_prod(x: ArrayLike, /, *, axis: int | Sequence[int] | None = None,
+                    dtype: DTypeLike | None = None, include_initial: bool = False) -> Array:
     return _cumulative("cumulative_prod", cumprod, 1, x, axis, dtype, include_initial)
 
 
-def ptp(a, axis=None, out=None, keepdims=False):
+def ptp(a: ArrayLike, axis: int | Sequence[int] | None = None, out: None = None,
+        keepdims: bool = False) -> Array:
     """max - min (the range of the values)."""
     _no_out("ptp", out)
     return max(a, axis, keepdims) - min(a, axis, keepdims)
 
 
-def average(a, axis=None, weights=None):
+def average(a: ArrayLike, axis: int | Sequence[int] | None = None,
+            weights: ArrayLike | None = None) -> Array:
     if weights is None:
         return mean(a, axis)
     a, weights = promote_inexact(a, weights)
     return sum(a * weights, axis) / sum(weights, axis)
 
 
-def count_nonzero(a, axis=None, keepdims=False):
+def count_nonzero(a: ArrayLike, axis: int | Sequence[int] | None = None,
+                  keepdims: bool = False) -> Array:
     a = as_operand(a)
     n = _count(a.shape, normalize_axes(axis, a.ndim))
     return sum(a != 0, axis, dtype=dtypes.index_dtype(n), keepdims=keepdims)

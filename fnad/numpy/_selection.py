@@ -5,6 +5,7 @@ numpy's place, put and fill_diagonal write into their argument. fnad arrays are
 immutable, so, as in JAX, these return the updated array and take `inplace=False`
 as the caller's acknowledgement; the default (True) raises and says so."""
 import numpy as np
+from typing import Any, Sequence
 
 from .. import dtypes
 from ..core import Tracer
@@ -15,6 +16,7 @@ from ._indexing import IndexUpdateRef, take
 from ._nonzero import concrete_or_raise, concrete_value, sized_positions
 from ._reductions import cumsum
 from ._shapes import broadcast_arrays, ravel, reshape, resize, unstack
+from ..typing import Array, ArrayLike
 
 __all__ = ["choose", "compress", "extract", "fill_diagonal", "place", "put", "select"]
 
@@ -25,7 +27,7 @@ def _not_inplace(name, inplace):
                          f"argument; pass inplace=False and use the returned array")
 
 
-def select(condlist, choicelist, default=0):
+def select(condlist: Any, choicelist: Any, default: Any = 0) -> Array:
     """Where the first true condition of condlist holds, the matching entry of
     choicelist; default where none holds."""
     if len(condlist) != len(choicelist):
@@ -45,7 +47,7 @@ def select(condlist, choicelist, default=0):
     return broadcast_arrays(out, np.empty(shape, bool))[0]
 
 
-def choose(a, choices, out=None, mode="raise"):
+def choose(a: Any, choices: Any, out: None = None, mode: str = "raise") -> Array:
     """choices[a[i]][i] for every i (a and the choices broadcast together). mode
     "raise" checks a concrete a (a traced one is clipped), "wrap" and "clip" map
     out-of-range entries into range."""
@@ -79,7 +81,8 @@ def choose(a, choices, out=None, mode="raise"):
     return broadcast_arrays(result, np.empty(shape, bool))[0]
 
 
-def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
+def compress(condition: ArrayLike, a: Any, axis: Any = None, *, size: Any = None,
+             fill_value: ArrayLike = 0, out: None = None) -> Array:
     """The slices of a along axis (of the flattened a for None) where the 1-d
     condition is true. A traced condition needs size=: the first `size` slices,
     padded with fill_value."""
@@ -115,12 +118,13 @@ def compress(condition, a, axis=None, *, size=None, fill_value=0, out=None):
     return take(a, positions, axis=axis, mode="fill", fill_value=fill_value)
 
 
-def extract(condition, arr, *, size=None, fill_value=0):
+def extract(condition: ArrayLike, arr: ArrayLike, *, size: Any = None,
+            fill_value: ArrayLike = 0) -> Array:
     """The entries of the flattened arr where the flattened condition is nonzero."""
     return compress(ravel(condition), ravel(arr), size=size, fill_value=fill_value)
 
 
-def place(arr, mask, vals, *, inplace=True):
+def place(arr: ArrayLike, mask: ArrayLike, vals: Any, *, inplace: bool = True) -> Array:
     """arr with its entries where mask is true replaced, in order, by vals (repeated
     when there are more such entries than values)."""
     _not_inplace("place", inplace)
@@ -142,7 +146,7 @@ def place(arr, mask, vals, *, inplace=True):
     return reshape(E.where(flat_mask, picked, ravel(arr)), arr.shape)
 
 
-def put(a, ind, v, mode=None, *, inplace=True):
+def put(a: ArrayLike, ind: Any, v: ArrayLike, mode: Any = None, *, inplace: bool = True) -> Array:
     """a with its flattened entries at ind set to v (repeated to the length of ind;
     of repeated indices the last wins). mode None or "raise": numpy's IndexError for
     a concrete ind out of range (a traced one is clipped, as JAX does); "wrap": taken
@@ -193,7 +197,7 @@ def put(a, ind, v, mode=None, *, inplace=True):
     return reshape(IndexUpdateRef(ravel(a), index).set(values), a.shape)
 
 
-def fill_diagonal(a, val, wrap=False, *, inplace=True):
+def fill_diagonal(a: ArrayLike, val: Any, wrap: bool = False, *, inplace: bool = True) -> Array:
     """a with its main diagonal set to val (repeated along the diagonal). A 2-d a may
     be tall; with wrap the diagonal restarts every columns + 1 rows, as in numpy.
     More dimensions need equal lengths."""

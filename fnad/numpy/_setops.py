@@ -9,6 +9,7 @@ unique values, padded with fill_value (default: the smallest value, as in JAX);
 padded indices point at the smallest value and padded counts are 0. Values are
 gathered from the input, so derivatives flow to the entries they came from."""
 import collections
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from ._nonzero import concrete_or_raise, operator_index, sized_positions
 from ._reductions import any as _any, cumsum
 from ._shapes import broadcast_to, concatenate, moveaxis, ravel, reshape, take_range
 from ._sorting import argsort, lexsort, searchsorted
+from ..typing import ArrayLike
 
 __all__ = ["unique", "unique_all", "unique_counts", "unique_inverse", "unique_values",
            "intersect1d", "union1d", "setdiff1d", "setxor1d", "isin"]
@@ -100,8 +102,8 @@ def _unique(ar, axis, equal_nan, size, fill_value, name):
     return values, index, reshape(inverse, shape) if axis is None else inverse, counts
 
 
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
-           *, equal_nan=True, size=None, fill_value=None, sorted=True):  # noqa: A002
+def unique(ar: ArrayLike, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False, axis: int | Sequence[int] | None = None,
+           *, equal_nan: bool = True, size: Any = None, fill_value: ArrayLike | None = None, sorted: bool = True) -> Any:  # noqa: A002
     """The sorted unique values of ar (flattened, or the unique slices along axis),
     and optionally the index of each one's first occurrence, the index of each entry's
     value among them (shaped like ar for axis=None), and how often each occurs.
@@ -112,27 +114,30 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return (values, *extra) if extra else values
 
 
-def unique_values(x, /, *, size=None, fill_value=None):
+def unique_values(x: ArrayLike, /, *, size: Any = None,
+                  fill_value: ArrayLike | None = None) -> Array:
     return _unique(x, None, True, size, fill_value, "unique_values")[0]
 
 
-def unique_counts(x, /, *, size=None, fill_value=None):
+def unique_counts(x: ArrayLike, /, *, size: Any = None, fill_value: ArrayLike | None = None) -> Any:
     values, _, _, counts = _unique(x, None, True, size, fill_value, "unique_counts")
     return UniqueCountsResult(values, counts)
 
 
-def unique_inverse(x, /, *, size=None, fill_value=None):
+def unique_inverse(x: ArrayLike, /, *, size: Any = None,
+                   fill_value: ArrayLike | None = None) -> Any:
     values, _, inverse, _ = _unique(x, None, True, size, fill_value, "unique_inverse")
     return UniqueInverseResult(values, inverse)
 
 
-def unique_all(x, /, *, size=None, fill_value=None):
+def unique_all(x: ArrayLike, /, *, size: Any = None, fill_value: ArrayLike | None = None) -> Any:
     return UniqueAllResult(*_unique(x, None, True, size, fill_value, "unique_all"))
 
 
 # --------------------------------------------------------------------------- membership
 
-def isin(element, test_elements, assume_unique=False, invert=False, *, method="auto"):
+def isin(element: ArrayLike, test_elements: ArrayLike, assume_unique: bool = False,
+         invert: bool = False, *, method: str = "auto") -> Array:
     """Whether each entry of element equals some entry of test_elements (NaN never
     does). method "compare_all" compares every pair; "sort" and "binary_search"
     look each entry up in the sorted test_elements; "auto" picks by size."""
@@ -213,15 +218,17 @@ def _neighbours(values, valid):
         E.equal(take_range(values, 0, n - 1, 0), take_range(values, 1, n, 0)))
 
 
-def union1d(ar1, ar2, *, size=None, fill_value=None):
+def union1d(ar1: ArrayLike, ar2: ArrayLike, *, size: Any = None,
+            fill_value: ArrayLike | None = None) -> Array:
     """The sorted unique values of both arrays together."""
     ar1, ar2 = promote(ar1, ar2)
     _need_concrete("union1d", size, ar1, ar2)
     return unique(concatenate([ravel(ar1), ravel(ar2)]), size=size, fill_value=fill_value)
 
 
-def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=None,
-                fill_value=None):
+def intersect1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False,
+                return_indices: bool = False, *, size: Any = None,
+                fill_value: ArrayLike | None = None) -> Any:
     """The sorted values found in both arrays (NaN never matches); with
     return_indices, also the index of each one's first occurrence in the flattened
     ar1 and ar2."""
@@ -250,7 +257,8 @@ def intersect1d(ar1, ar2, assume_unique=False, return_indices=False, *, size=Non
     return result, from1, from2
 
 
-def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+def setdiff1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *, size: Any = None,
+              fill_value: ArrayLike | None = None) -> Array:
     """The sorted unique values of ar1 not in ar2."""
     ar1, ar2 = promote(ar1, ar2)
     _need_concrete("setdiff1d", size, ar1, ar2)
@@ -259,7 +267,8 @@ def setdiff1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
     return _set_result(u1, keep, size, fill_value, "setdiff1d")
 
 
-def setxor1d(ar1, ar2, assume_unique=False, *, size=None, fill_value=None):
+def setxor1d(ar1: ArrayLike, ar2: ArrayLike, assume_unique: bool = False, *, size: Any = None,
+             fill_value: ArrayLike | None = None) -> Array:
     """The sorted values in exactly one of the arrays. As in numpy, NaN equals
     nothing here: each array holding a NaN contributes one."""
     ar1, ar2 = promote(ar1, ar2)

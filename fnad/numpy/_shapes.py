@@ -1,6 +1,7 @@
 """numpy's shape manipulation over the structural primitives."""
 import builtins
 import operator
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -9,17 +10,18 @@ from ..primitives import shape as S
 from ..array import Array as _Array
 from ..core import Tracer as _Tracer
 from ._core import as_operand, astype, promote, normalize_axis, normalize_axes, stack  # noqa: F401
+from ..typing import Array, ArrayLike, DTypeLike
 
 
-def shape(a):
+def shape(a: ArrayLike) -> Any:
     return tuple(as_operand(a).shape)
 
 
-def ndim(a):
+def ndim(a: ArrayLike) -> Any:
     return len(shape(a))
 
 
-def size(a, axis=None):
+def size(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Any:
     dims = shape(a)
     if axis is None:
         return int(np.prod(dims, dtype=np.int64))
@@ -27,7 +29,8 @@ def size(a, axis=None):
     return int(np.prod([dims[normalize_axis(ax, len(dims))] for ax in axes], dtype=np.int64))
 
 
-def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+def reshape(a: ArrayLike, shape: int | Sequence[int] | None = None, order: str = "C", *,
+            newshape: Any = None, copy: Any = None) -> Array:
     """a with the given shape (one entry may be -1); order "F" reads and writes in
     column-major order. `newshape` is numpy's older name for shape. copy has no
     effect: an fnad array cannot change, so a copy and a view are the same value."""
@@ -58,7 +61,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     return S.reshape(a, newshape)
 
 
-def ravel(a, order="C"):
+def ravel(a: ArrayLike, order: str = "C") -> Array:
     a = as_operand(a)
     if order == "F":
         a = transpose(a)
@@ -67,7 +70,7 @@ def ravel(a, order="C"):
     return reshape(a, (a.size,))
 
 
-def transpose(a, axes=None):
+def transpose(a: ArrayLike, axes: Any = None) -> Array:
     a = as_operand(a)
     if axes is None:
         axes = tuple(reversed(range(a.ndim)))
@@ -77,7 +80,7 @@ def transpose(a, axes=None):
     return S.transpose(a, axes)
 
 
-def matrix_transpose(x, /):
+def matrix_transpose(x: ArrayLike, /) -> Array:
     x = as_operand(x)
     if x.ndim < 2:
         raise ShapeError(f"matrix_transpose needs an array of at least 2 dimensions, got "
@@ -85,7 +88,7 @@ def matrix_transpose(x, /):
     return swapaxes(x, -1, -2)
 
 
-def swapaxes(a, axis1, axis2):
+def swapaxes(a: ArrayLike, axis1: Any, axis2: Any) -> Array:
     a = as_operand(a)
     perm = list(range(a.ndim))
     i, j = normalize_axis(axis1, a.ndim), normalize_axis(axis2, a.ndim)
@@ -93,7 +96,7 @@ def swapaxes(a, axis1, axis2):
     return transpose(a, perm)
 
 
-def moveaxis(a, source, destination):
+def moveaxis(a: ArrayLike, source: Any, destination: Any) -> Array:
     a = as_operand(a)
     source = [normalize_axis(s, a.ndim) for s in np.atleast_1d(source)]
     destination = [normalize_axis(d, a.ndim) for d in np.atleast_1d(destination)]
@@ -105,14 +108,14 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
-def expand_dims(a, axis):
+def expand_dims(a: ArrayLike, axis: int) -> Array:
     a = as_operand(a)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out_ndim = a.ndim + len(axes)
     return S.expand_dims(a, tuple(normalize_axis(ax, out_ndim) for ax in axes))
 
 
-def squeeze(a, axis=None):
+def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     a = as_operand(a)
     if axis is None:
         axes = tuple(i for i, n in enumerate(a.shape) if n == 1)
@@ -178,21 +181,21 @@ def concatenate(arrays, axis=0, dtype=None):
     return S.concatenate(arrays, axis)
 
 
-def concat(arrays, /, *, axis=0):
+def concat(arrays: Any, /, *, axis: int = 0) -> Array:
     """The array API's name for concatenate."""
     return concatenate(arrays, axis)
 
 
-def hstack(tup, dtype=None):
+def hstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     arrays = [_atleast_1d(a) for a in tup]
     return concatenate(arrays, 0 if arrays[0].ndim == 1 else 1, dtype)
 
 
-def vstack(tup, dtype=None):
+def vstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     return concatenate([_atleast_2d(a) for a in tup], 0, dtype)
 
 
-def dstack(tup, dtype=None):
+def dstack(tup: Any, dtype: DTypeLike | None = None) -> Array:
     """The arrays, made at least 3-d, joined along the third axis."""
     return concatenate([_atleast_3d(a) for a in tup], 2, dtype)
 
@@ -200,12 +203,12 @@ def dstack(tup, dtype=None):
 row_stack = vstack
 
 
-def column_stack(tup):
+def column_stack(tup: Any) -> Array:
     arrays = [as_operand(a) for a in tup]
     return concatenate([reshape(a, (-1, 1)) if a.ndim == 1 else a for a in arrays], 1)
 
 
-def split(ary, indices_or_sections, axis=0):
+def split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> Any:
     a = as_operand(ary)
     axis = normalize_axis(axis, a.ndim)
     n = a.shape[axis]
@@ -223,7 +226,7 @@ def split(ary, indices_or_sections, axis=0):
     return [take_range(a, lo, builtins.max(lo, hi), axis) for lo, hi in zip(bounds, bounds[1:])]
 
 
-def array_split(ary, indices_or_sections, axis=0):
+def array_split(ary: ArrayLike, indices_or_sections: Any, axis: int = 0) -> Any:
     """split, where an int need not divide the axis: the first n % sections parts
     are one longer."""
     a = as_operand(ary)
@@ -266,23 +269,23 @@ def _axis_split(name, ary, indices_or_sections, axis, min_ndim):
     return split(a, indices_or_sections, axis)
 
 
-def hsplit(ary, indices_or_sections):
+def hsplit(ary: ArrayLike, indices_or_sections: Any) -> Any:
     """split along the second axis (the first for 1-d arrays)."""
     a = as_operand(ary)
     return _axis_split("hsplit", a, indices_or_sections, 1 if a.ndim > 1 else 0, 1)
 
 
-def vsplit(ary, indices_or_sections):
+def vsplit(ary: ArrayLike, indices_or_sections: Any) -> Any:
     """split along the first axis of an array of at least 2 dimensions."""
     return _axis_split("vsplit", ary, indices_or_sections, 0, 2)
 
 
-def dsplit(ary, indices_or_sections):
+def dsplit(ary: ArrayLike, indices_or_sections: Any) -> Any:
     """split along the third axis of an array of at least 3 dimensions."""
     return _axis_split("dsplit", ary, indices_or_sections, 2, 3)
 
 
-def unstack(x, /, *, axis=0):
+def unstack(x: ArrayLike, /, *, axis: int = 0) -> Any:
     """The slices of x along axis, as a tuple (stack's inverse)."""
     x = as_operand(x)
     if x.ndim == 0:
@@ -292,7 +295,7 @@ def unstack(x, /, *, axis=0):
                  for i in range(x.shape[axis]))
 
 
-def permute_dims(a, /, axes):
+def permute_dims(a: ArrayLike, /, axes: Any) -> Array:
     """The array API's name for transpose (axes required)."""
     a = as_operand(a)
     axes = tuple(axes)
@@ -302,7 +305,7 @@ def permute_dims(a, /, axes):
     return transpose(a, axes)
 
 
-def rollaxis(a, axis, start=0):
+def rollaxis(a: ArrayLike, axis: int, start: int = 0) -> Array:
     """numpy's older moveaxis: axis is moved to lie before position start."""
     a = as_operand(a)
     axis = normalize_axis(axis, a.ndim)
@@ -316,7 +319,7 @@ def rollaxis(a, axis, start=0):
     return a if axis == start else moveaxis(a, axis, start)
 
 
-def rot90(m, k=1, axes=(0, 1)):
+def rot90(m: ArrayLike, k: int = 1, axes: Any = (0, 1)) -> Array:
     """m rotated by 90 degrees k times, from the first of axes towards the second."""
     m = as_operand(m)
     axes = tuple(axes)
@@ -339,7 +342,7 @@ def rot90(m, k=1, axes=(0, 1)):
     return transpose(flip(m, a1), perm) if k == 1 else flip(transpose(m, perm), a1)
 
 
-def resize(a, new_shape):
+def resize(a: ArrayLike, new_shape: Any) -> Array:
     """An array of new_shape filled by repeating a's values in order (zeros if a is
     empty), as numpy.resize."""
     a = as_operand(a)
@@ -356,7 +359,7 @@ def resize(a, new_shape):
     return reshape(take_range(repeated, 0, size, 0), new_shape)
 
 
-def take_range(a, start, stop, axis, step=1):
+def take_range(a: Any, start: Any, stop: Any, axis: int, step: int = 1) -> Array:
     """a[start:stop:step] along one axis."""
     starts = [0] * a.ndim
     limits = list(a.shape)
@@ -365,7 +368,7 @@ def take_range(a, start, stop, axis, step=1):
     return S.slice(a, starts, limits, strides)
 
 
-def broadcast_to(array, shape):
+def broadcast_to(array: Any, shape: Any) -> Array:
     a = as_operand(array)
     shape = tuple(shape)
     if tuple(a.shape) == shape:
@@ -376,17 +379,17 @@ def broadcast_to(array, shape):
     return S.broadcast_in_dim(a, shape, tuple(range(lead, len(shape))))
 
 
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes: Any) -> Any:
     return np.broadcast_shapes(*shapes)
 
 
-def broadcast_arrays(*args):
+def broadcast_arrays(*args: Any) -> Any:
     arrays = [as_operand(a) for a in args]
     shape = np.broadcast_shapes(*(tuple(a.shape) for a in arrays))
     return [broadcast_to(a, shape) for a in arrays]
 
 
-def tile(A, reps):
+def tile(A: Any, reps: Any) -> Array:
     a = as_operand(A)
     reps = (reps,) if isinstance(reps, (int, np.integer)) else tuple(reps)
     ndim = builtins.max(a.ndim, len(reps))
@@ -400,21 +403,21 @@ def tile(A, reps):
     return reshape(expanded, tuple(r * n for r, n in zip(reps, a.shape)))
 
 
-def flip(m, axis=None):
+def flip(m: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
     a = as_operand(m)
     axes = normalize_axes(axis, a.ndim)
     return S.rev(a, axes) if axes else a
 
 
-def fliplr(m):
+def fliplr(m: ArrayLike) -> Array:
     return flip(m, 1)
 
 
-def flipud(m):
+def flipud(m: ArrayLike) -> Array:
     return flip(m, 0)
 
 
-def roll(a, shift, axis=None):
+def roll(a: Any, shift: Any, axis: Any = None) -> Array:
     a = as_operand(a)
     if axis is None:
         return reshape(roll(ravel(a), shift, 0), a.shape)
@@ -429,7 +432,7 @@ def roll(a, shift, axis=None):
                        axis)
 
 
-def broadcast_along(a, axis, n):
+def broadcast_along(a: Any, axis: int, n: Any) -> Array:
     """Repeat a size-1 axis n times."""
     shape = list(a.shape)
     shape[axis] = n

@@ -2,6 +2,7 @@
 dimension; complex values by windows of the padded signal dotted with the kernel), and
 the classic tapering windows, built from fnad's elementwise functions."""
 import operator
+from typing import Any
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from ._elementwise import cos, sqrt, where
 from ._indexing import take
 from ._shapes import reshape, take_range
 from ._special import i0
+from ..typing import ArrayLike
 
 __all__ = ["convolve", "correlate", "bartlett", "blackman", "hamming", "hanning", "kaiser"]
 
@@ -62,7 +64,8 @@ def _operands(name, a, v):
     return a, v
 
 
-def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
+def convolve(a: Any, v: Any, mode: str = "full", *, precision: Any = None,
+             preferred_element_type: Any = None) -> Array:
     """The discrete linear convolution of two 1-d sequences."""
     a, v = _operands("convolve", a, v)
     n, m = a.shape[0], v.shape[0]
@@ -71,7 +74,8 @@ def convolve(a, v, mode="full", *, precision=None, preferred_element_type=None):
     return _mode_slice(full, n, m, mode, "convolve")
 
 
-def correlate(a, v, mode="valid", *, precision=None, preferred_element_type=None):
+def correlate(a: Any, v: Any, mode: str = "valid", *, precision: Any = None,
+              preferred_element_type: Any = None) -> Array:
     """sum_n a[n + k] conj(v[n]) (numpy's correlate: convolution with v reversed and
     conjugated)."""
     a, v = _operands("correlate", a, v)
@@ -104,7 +108,7 @@ def _cosine_window(name, M, coefficients):
     return out
 
 
-def bartlett(M):
+def bartlett(M: Any) -> Array:
     """The triangular window of M points (numpy's: zero at both ends)."""
     M, n = _window_points("bartlett", M)
     if n is None:
@@ -114,19 +118,19 @@ def bartlett(M):
     return where(n <= 0, 1 + n / (M - 1), 1 - n / (M - 1))
 
 
-def blackman(M):
+def blackman(M: Any) -> Array:
     return _cosine_window("blackman", M, (0.42, 0.5, 0.08))
 
 
-def hamming(M):
+def hamming(M: Any) -> Array:
     return _cosine_window("hamming", M, (0.54, 0.46))
 
 
-def hanning(M):
+def hanning(M: Any) -> Array:
     return _cosine_window("hanning", M, (0.5, 0.5))
 
 
-def kaiser(M, beta):
+def kaiser(M: Any, beta: Any) -> Array:
     """The Kaiser window: i0(beta sqrt(1 - (2n/(M-1) - 1)^2)) / i0(beta), n = 0..M-1
     (differentiable in beta)."""
     M = operator.index(M)

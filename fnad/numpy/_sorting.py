@@ -2,6 +2,7 @@
 numpy compatibility and ignored. partition and argpartition sort fully, which
 satisfies their contract."""
 import numpy as np
+from typing import Any, Sequence
 
 from .. import dtypes
 from ..primitives import sort as P
@@ -10,6 +11,7 @@ from ._core import as_operand, astype, normalize_axis, promote, promote_inexact
 from ._shapes import broadcast_to, transpose, reshape, take_range
 from . import _elementwise as E, _reductions as R
 from ._indexing import take
+from ..typing import Array, ArrayLike
 
 __all__ = ["sort", "argsort", "lexsort", "partition", "argpartition", "median",
            "searchsorted", "sort_complex"]
@@ -26,14 +28,16 @@ def _prepared(name, a, axis, order):
     return a, normalize_axis(axis, a.ndim)
 
 
-def sort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+def sort(a: ArrayLike, axis: int = -1, kind: Any = None, order: Any = None, *, stable: bool = True,
+         descending: bool = False) -> Array:
     """A sorted copy; axis=None sorts the flattened array."""
     a, axis = _prepared("sort", a, axis, order)
     out = P.sort_multi([a], axis)[0]
     return S.rev(out, (axis,)) if descending else out
 
 
-def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False):
+def argsort(a: Any, axis: int = -1, kind: Any = None, order: Any = None, *, stable: bool = True,
+            descending: bool = False) -> Array:
     """The indices (the index dtype: docs/dtypes.md) that sort a along axis; ties keep
     their order, also when descending."""
     a, axis = _prepared("argsort", a, axis, order)
@@ -47,7 +51,7 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=True, descending=False)
     return (n - 1) - S.rev(flipped, (axis,))
 
 
-def lexsort(keys, axis=-1):
+def lexsort(keys: Any, axis: int = -1) -> Array:
     """Indices sorting by the last key first, then the one before it, ...; keys is a
     sequence of same-shaped arrays or a 2-d+ array whose first axis lists them."""
     keys = [as_operand(k) for k in keys]
@@ -61,15 +65,15 @@ def lexsort(keys, axis=-1):
     return P.sort_multi(keys[::-1] + [iota], axis, num_keys=len(keys))[-1]
 
 
-def partition(a, kth, axis=-1):
+def partition(a: ArrayLike, kth: Any, axis: int = -1) -> Array:
     return sort(a, axis)
 
 
-def argpartition(a, kth, axis=-1):
+def argpartition(a: ArrayLike, kth: Any, axis: int = -1) -> Array:
     return argsort(a, axis)
 
 
-def median(a, axis=None, keepdims=False):
+def median(a: Any, axis: Any = None, keepdims: bool = False) -> Array:
     """The middle of the sorted values (the mean of the two middle ones for an even
     count); NaN where the values include a NaN, or where there are none, as in numpy.
     Bools and integers give the float they compute in, as mean does."""
@@ -106,7 +110,8 @@ def _before(x, y):
     return E.logical_or(E.less(x, y), E.logical_and(E.isnan(y), E.logical_not(E.isnan(x))))
 
 
-def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
+def searchsorted(a: ArrayLike, v: ArrayLike, side: str = "left", sorter: Any = None, *,
+                 method: str = "scan") -> Array:
     """Where each v would go in the sorted 1-d a to keep it sorted: the number of
     entries of a before v (side "left") or not after it ("right"), NaN sorting last.
     method "scan" and "scan_unrolled" search by halving (log2(len(a)) gathers);
@@ -143,7 +148,7 @@ def searchsorted(a, v, side="left", sorter=None, *, method="scan"):
     return count
 
 
-def sort_complex(a):
+def sort_complex(a: ArrayLike) -> Array:
     """a sorted along its last axis (by real part, then imaginary part), as complex
     (float32 and narrower give complex64, 64-bit types complex128, as JAX)."""
     out = sort(a, axis=-1)

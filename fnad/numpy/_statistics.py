@@ -2,6 +2,7 @@
 correlation: composites of sort, gather and reductions, so they differentiate and
 batch like any fnad function."""
 import numpy as np
+from typing import Any, Sequence
 
 from .. import dtypes
 from ..array import Array
@@ -16,6 +17,7 @@ from ._reductions import any as _any, cumsum, mean, sum as _sum
 from ._complex import conj, real, imag
 from ._shapes import (atleast_2d, broadcast_to, concatenate, expand_dims, reshape,
                       squeeze, transpose)
+from ..typing import ArrayLike, DTypeLike
 
 __all__ = ["quantile", "percentile", "nanquantile", "nanpercentile", "nanmedian", "cov",
            "corrcoef"]
@@ -151,29 +153,36 @@ def _shaped(result, q, a, axes, keepdims):
     return result
 
 
-def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-             keepdims=False, *, weights=None, interpolation=None):
+def quantile(a: ArrayLike, q: ArrayLike, axis: int | Sequence[int] | None = None, out: None = None,
+             overwrite_input: bool = False, method: str = "linear", keepdims: bool = False, *,
+             weights: ArrayLike | None = None, interpolation: Any = None) -> Array:
     """The q-th quantiles (q in [0, 1], any shape: the result's leading axes) over axis;
     NaN where a slice holds a NaN."""
     return _quantile("quantile", a, q, axis, out, overwrite_input, method, keepdims,
                      interpolation, False, weights)
 
 
-def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                keepdims=False, *, weights=None, interpolation=None):
+def nanquantile(a: ArrayLike, q: ArrayLike, axis: int | Sequence[int] | None = None,
+                out: None = None, overwrite_input: bool = False, method: str = "linear",
+                keepdims: bool = False, *, weights: ArrayLike | None = None,
+                interpolation: Any = None) -> Array:
     """quantile of the non-NaN values of each slice (NaN where there are none)."""
     return _quantile("nanquantile", a, q, axis, out, overwrite_input, method, keepdims,
                      interpolation, True, weights)
 
 
-def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-               keepdims=False, *, weights=None, interpolation=None):
+def percentile(a: ArrayLike, q: ArrayLike, axis: int | Sequence[int] | None = None,
+               out: None = None, overwrite_input: bool = False, method: str = "linear",
+               keepdims: bool = False, *, weights: ArrayLike | None = None,
+               interpolation: Any = None) -> Array:
     return _quantile("percentile", a, _percent_of(a, q), axis, out, overwrite_input, method,
                      keepdims, interpolation, False, weights)
 
 
-def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
-                  keepdims=False, *, weights=None, interpolation=None):
+def nanpercentile(a: ArrayLike, q: ArrayLike, axis: int | Sequence[int] | None = None,
+                  out: None = None, overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False, *, weights: ArrayLike | None = None,
+                  interpolation: Any = None) -> Array:
     return _quantile("nanpercentile", a, _percent_of(a, q), axis, out, overwrite_input,
                      method, keepdims, interpolation, True, weights)
 
@@ -188,7 +197,8 @@ def _percent_of(a, q):
     return q / np.asarray(100, q.dtype)
 
 
-def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+def nanmedian(a: ArrayLike, axis: int | Sequence[int] | None = None, out: None = None,
+              overwrite_input: bool = False, keepdims: bool = False) -> Array:
     return _quantile("nanmedian", a, 0.5, axis, out, overwrite_input, "linear", keepdims,
                      None, True)
 
@@ -238,7 +248,8 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return squeeze(dot(centered, conj(transpose(weighted))) / fact)   # numpy conjugates
 
 
-def corrcoef(x, y=None, rowvar=True, dtype=None):
+def corrcoef(x: ArrayLike, y: ArrayLike | None = None, rowvar: bool = True,
+             dtype: DTypeLike | None = None) -> Array:
     """Pearson correlation coefficients: cov normalized by the standard deviations,
     clipped to [-1, 1] as numpy does."""
     c = cov(x, y, rowvar, dtype=dtype)

@@ -1,11 +1,14 @@
 """The array API's batched vector products: vecdot, matvec, vecmat (the first
 argument conjugated where numpy conjugates it, for complex values)."""
+from typing import Any
+
 from ..errors import ShapeError
 from ._complex import conj
 from ._core import normalize_axis, promote
 from ._products import matmul
 from ._reductions import sum as _sum
 from ._shapes import expand_dims, moveaxis, squeeze
+from ..typing import Array, ArrayLike
 
 
 def _check(name, a, b, axis_a, axis_b):
@@ -18,7 +21,8 @@ def _check(name, a, b, axis_a, axis_b):
                          f"{b.shape[axis_b]})")
 
 
-def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: Any = None) -> Array:
     """sum(conj(x1) * x2) over axis, the other axes broadcast."""
     x1, x2 = promote(x1, x2)
     _check("vecdot", x1, x2, axis, axis)
@@ -28,7 +32,7 @@ def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
     return _sum(product, -1, dtype=product.dtype)     # JAX's: no widening of integers
 
 
-def matvec(x1, x2, /):
+def matvec(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """x1 (..., m, n) times the vectors x2 (..., n): (..., m)."""
     x1, x2 = promote(x1, x2)
     if x1.ndim < 2:
@@ -37,7 +41,7 @@ def matvec(x1, x2, /):
     return squeeze(matmul(x1, expand_dims(x2, -1)), -1)
 
 
-def vecmat(x1, x2, /):
+def vecmat(x1: ArrayLike, x2: ArrayLike, /) -> Array:
     """The vectors conj(x1) (..., n) times x2 (..., n, m): (..., m)."""
     x1, x2 = promote(x1, x2)
     if x2.ndim < 2:
