@@ -211,6 +211,15 @@ def test_bfloat16_keeps_float32_range():
     assert np.array_equal(y, want.astype(np.float64)) and np.all(np.isfinite(y) & (y > 0))
 
 
+def test_finfo_knows_bfloat16_and_is_numpys_for_the_others():
+    info = fnp.finfo(fnp.bfloat16)
+    want = ml_dtypes.finfo(BF16)
+    assert (info.bits, float(info.eps), float(info.max), float(info.tiny), info.nmant) == \
+        (16, 2.0 ** -7, float(want.max), 2.0 ** -126, 7)
+    for dtype in (np.float16, np.float32, np.float64):
+        assert fnp.finfo(dtype) == np.finfo(dtype)
+
+
 def test_bfloat16_with_float16_is_float32_and_python_scalars_are_weak():
     a, b = fnp.ones(3, BF16), fnp.ones(3, F16)
     assert (a + b).dtype == F32

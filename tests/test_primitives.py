@@ -215,6 +215,7 @@ TABLE = {
     "logistic": unary(lambda x: 1 / (1 + np.exp(-x)), lambda *s: signed(0, 5, *s)),
     "erf": unary(erf_ref),
     "abs": unary(np.abs, lambda *s: signed(0.1, 2, *s)),
+    "relu": unary(lambda x: np.where(x <= 0, 0.0, x), lambda *s: signed(0.1, 2, *s)),
     "sign": unary(np.sign, lambda *s: signed(0.1, 2, *s)),
     "floor": unary(np.floor, lambda *s: away_from_integers(-3, 3, *s)),
     "ceil": unary(np.ceil, lambda *s: away_from_integers(-3, 3, *s)),

@@ -369,6 +369,30 @@ select_p = elementwise_primitive("select", abstract_eval=_select_shape, impl=np.
                                  onnx=onnx.select)
 
 
+# --------------------------------------------------------------------------- relu
+
+def _relu_on(out):
+    """Where relu passes its input: out > 0 (false at 0 and NaN, as JAX's derivative).
+    Read off the output, so reverse mode keeps the output (which the next layer keeps
+    anyway) instead of a mask or the input."""
+    return gt_p.bind(out, np.zeros((), out.dtype))
+
+
+def _relu_jvp(primals, tangents):
+    out = relu_p.bind(primals[0])
+    t, = tangents
+    return out, None if t is None else select_p.bind(_relu_on(out), t, np.zeros((), t.dtype))
+
+
+def _relu_vjp(g, out, x):
+    return (select_p.bind(_relu_on(out), g, np.zeros((), g.dtype)),)
+
+
+relu_p = elementwise_primitive("relu", abstract_eval=unary_shape("relu", FLOAT),
+                               impl=kernels.relu, jvp=_relu_jvp, vjp=_relu_vjp,
+                               scalar="kernels.relu_scalar({0})", onnx=onnx.relu)
+
+
 def _clamp_masks(lo, x, hi):
     below, above = x < lo, x > hi
     return below, above, ~(below | above)

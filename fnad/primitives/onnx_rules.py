@@ -66,6 +66,12 @@ def clamp(b, lo, x, hi):
     return _pick(b, _pick(b, x, lo, "Greater", b.dtype(x)), hi, "Less", b.dtype(x))
 
 
+def relu(b, x):
+    # ONNX's Relu leaves NaN and -0.0 to the runtime; fnad's relu is where(x <= 0, 0, x)
+    zero = b.scalar_like(0, x)
+    return b.op("Where", b.op("LessOrEqual", x, zero), zero, x)
+
+
 def sign(b, x):
     return _nan_through(b, b.op("Sign", x), x)
 

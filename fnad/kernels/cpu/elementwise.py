@@ -42,6 +42,15 @@ def maximum_scalar(a, b):
 
 
 @numba.njit(cache=True)
+def relu_scalar(x):
+    # where(x <= 0, 0, x): -0.0 and the negatives (-inf too) give +0.0, NaN passes.
+    # x ** 0 is a 1 of x's own type, so the zero is of that type too.
+    if x <= 0:
+        return x ** 0 - x ** 0
+    return x
+
+
+@numba.njit(cache=True)
 def minimum_scalar(a, b):
     if a != a or a < b:
         return a
@@ -304,6 +313,11 @@ def sign(x):
     # ml_dtypes' bfloat16 sign keeps -0.0's sign bit; numpy's (every other float) gives 0.0
     return np.sign(x.astype(np.float32)).astype(x.dtype) if x.dtype == _BFLOAT16 \
         else np.sign(x)
+
+
+def relu(x):
+    with np.errstate(invalid="ignore"):     # NaN <= 0 is False, quietly
+        return np.where(x <= 0, np.zeros((), x.dtype), x)
 
 
 def logistic(x):
