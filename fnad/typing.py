@@ -7,10 +7,10 @@
 - `Shape`: a tuple of ints.
 - `PyTree`: a pytree (nested tuples, lists, dicts, namedtuples, None and registered
   nodes with leaves). It is `Any`: registered node types make pytrees open-ended.
-- `InitFn`, `ApplyFn`: the two halves of a layer of fnad.nn (stax's pair):
-  init_fn(key, input_shape) -> (output_shape, params) and apply_fn(params, inputs,
-  **options) -> outputs. fnad.nn's layers are `fnad.nn.layers.Layer`, a
-  tuple[InitFn, ApplyFn], so `init_fn, apply_fn = nn.serial(...)` types both halves.
+- `InitFn`, `ApplyFn`: the two halves of a layer of fnad.nn (stax's pair), that is
+  init_fn(key, input_shape) -> (output_shape, params) and
+  apply_fn(params, inputs, ...) -> outputs. fnad.nn's layers are `fnad.nn.layers.Layer`,
+  a tuple[InitFn, ApplyFn], so unpacking `nn.serial(...)` types both halves.
 - `Initializer`: what fnad.nn.initializers' factories return, a function
   (key, shape, dtype=None) -> Array.
 
