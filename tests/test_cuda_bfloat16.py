@@ -144,6 +144,46 @@ def test_reductions(jit):
     assert float(fnp.sum(to_gpu(ones))) == 258.0
 
 
+def test_prod_accumulates_in_float32():
+    # The GPU multiplies in float32 and rounds once: the product rounded correctly.
+    # (numpy's bfloat16 prod, which the cpu backend follows, rounds every step.)
+    x = (np.random.default_rng(1).standard_normal((3, 4)) * 2).astype(BF16)
+    exact = np.prod(x.astype(np.float64)).astype(F32).astype(BF16)
+    for f in (fnp.prod, fnad.jit(fnp.prod)):
+        got = host(f(to_gpu(x)))
+        assert got.dtype == BF16 and got.view(np.uint16) == exact.view(np.uint16)
+
+
+# The other families, each bit for bit the cpu's (a float32 computation rounded once).
+FAMILIES = {
+    "cumulative": lambda a, b: (fnp.cumsum(a, axis=1), fnp.cumprod(a, axis=0),
+                                lax.cummax(a, axis=1)),
+    "structure": lambda a, b: (fnp.pad(a, 1), fnp.concatenate([a, b]), a.T,
+                               fnp.broadcast_to(a[:, :1], (3, 4)),
+                               lax.dynamic_update_slice(a, b[:1, :2], (1, 1))),
+    "top_k": lambda a, b: lax.top_k(a, 2),
+    "pooling": lambda a, b: (lax.reduce_window(a, -np.inf, lax.max, (2, 2), (1, 1), "VALID"),
+                             lax.reduce_window(a, 0.0, lax.add, (2, 2), (1, 1), "VALID")),
+    "einsum": lambda a, b: fnp.einsum("ij,kj->ik", a, b),
+    "conversions": lambda a, b: ((a * 10).astype(np.int32), a.astype(bool),
+                                 fnp.arange(12, dtype=np.int32).reshape(3, 4).astype(BF16) * a,
+                                 fnp.full((2,), 3.3, BF16) + a[0, 0], lax.iota(BF16, 5) + a[0, 0]),
+    "pow_atan2_rem": lambda a, b: (fnp.abs(a) ** b, a ** 3, fnp.arctan2(a, b), a % b),
+    "softmax_var": lambda a, b: (fnad.nn.softmax(a), fnp.var(a, axis=0)),
+    "vmap_grad": lambda a, b: fnad.vmap(fnad.grad(lambda r: fnp.sum(fnp.tanh(r) * r)))(a),
+    "fori_loop": lambda a, b: lax.fori_loop(0, 3, lambda i, c: c * 1.1 + a, a),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_other_families_match_cpu(name):
+    r = np.random.default_rng(1)
+    a = (r.standard_normal((3, 4)) * 2).astype(BF16)
+    b = (r.standard_normal((3, 4)) + 3).astype(BF16)
+    for jit in (False, True):
+        assert_same_bits(*on_both(FAMILIES[name], a, b, jit=jit))
+
+
 # --------------------------------------------------------------------------- products
 
 @pytest.mark.parametrize("jit", [False, True])
