@@ -11,6 +11,9 @@ Two ways to train in a 16-bit float, as the two communities do:
 
   ``"low"``      matrix products and convolutions: float32 inputs are cast to the
                  autocast dtype (they accumulate in float32 inside the kernel anyway);
+                 and relu, whose result feeds the next product (rounding commutes with
+                 relu, so its values are unchanged, and the backward pass keeps one
+                 16-bit output instead of a float32 one and a 16-bit copy);
   ``"float32"``  sums, products, cumulative sums, exp, log, log1p, expm1, pow, rsqrt
                  (the pieces of softmax, log-softmax, normalizations and losses):
                  16-bit float inputs are cast to float32;

@@ -379,3 +379,62 @@ def test_a_call_reading_an_earlier_one_or_an_effect_between_keeps_them_apart(neg
     raw, opt = _staged(around_an_effect, args)        # the effect stays between them
     assert [e.prim for e in opt.program.eqns if e.prim in (negate, observe)] == \
         [negate, observe, negate]
+
+
+# --------------------------------------------------------------------------- round trips
+
+_ROUND_TRIP_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.float16,
+                      fnp.bfloat16, np.float32, np.float64]
+
+
+def _every_kind_of_value(dtype, rng):
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return np.array([True, False, True])
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return np.concatenate([[info.min, info.max, 0, 1], rng.integers(
+            info.min, info.max, 40, dtype=dtype, endpoint=True)]).astype(dtype)
+    info = fnp.finfo(dtype)
+    special = [np.nan, np.inf, -np.inf, -0.0, 0.0, float(info.max), -float(info.max),
+               float(info.tiny), float(info.smallest_subnormal), 1 + float(info.eps)]
+    with np.errstate(over="ignore"):        # float16 takes the large ones as inf
+        return np.concatenate([np.asarray(special, np.float64), rng.standard_normal(40)
+                               * 10.0 ** rng.integers(-30, 30, 40)]).astype(dtype)
+
+
+@pytest.mark.parametrize("narrow", _ROUND_TRIP_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_a_conversion_round_trip_is_dropped_only_when_exact(narrow):
+    """convert(convert(x, wide), narrow) -> x exactly when `wide` holds every value of
+    `narrow`; either way the optimized program gives the unoptimized one's bits."""
+    rng = np.random.default_rng(7)
+    x = _every_kind_of_value(narrow, rng)
+    for wide in _ROUND_TRIP_DTYPES:
+        if np.dtype(wide) == np.dtype(narrow):
+            continue
+        raw, opt = _staged(lambda v: [lax.convert_element_type(
+            lax.convert_element_type(v, wide), narrow)], [x])
+        assert _prims(raw) == ["convert_element_type"] * 2
+        with np.errstate(all="ignore"):
+            back = np.asarray(x.astype(wide)).astype(narrow) if np.dtype(narrow) != \
+                np.bool_ else x.astype(wide) != 0
+        exact = np.array_equal(back, x, equal_nan=np.dtype(narrow).kind == "f" or
+                               np.dtype(narrow) == fnp.bfloat16)
+        dropped = _prims(opt) == []
+        assert not dropped or exact, (np.dtype(narrow).name, np.dtype(wide).name)
+        expect_dropped = {(np.dtype(narrow).name, np.dtype(wide).name)} <= _EXACT_WIDENINGS
+        assert dropped == expect_dropped, (np.dtype(narrow).name, np.dtype(wide).name)
+        assert _bitwise_equal(_run(opt, [x])[0], _run(raw, [x])[0])
+
+
+# (narrow, wide): every value of narrow converts to wide and back unchanged
+_EXACT_WIDENINGS = {("bool", w) for w in ("int8", "int16", "int32", "int64", "uint8",
+                                         "float16", "bfloat16", "float32", "float64")} | {
+    ("int8", "int16"), ("int8", "int32"), ("int8", "int64"), ("int8", "float16"),
+    ("int8", "bfloat16"), ("int8", "float32"), ("int8", "float64"),
+    ("int16", "int32"), ("int16", "int64"), ("int16", "float32"), ("int16", "float64"),
+    ("int32", "int64"), ("int32", "float64"),
+    ("uint8", "int16"), ("uint8", "int32"), ("uint8", "int64"), ("uint8", "float16"),
+    ("uint8", "bfloat16"), ("uint8", "float32"), ("uint8", "float64"),
+    ("float16", "float32"), ("float16", "float64"), ("bfloat16", "float32"),
+    ("bfloat16", "float64"), ("float32", "float64")}

@@ -390,7 +390,11 @@ def _relu_vjp(g, out, x):
 
 relu_p = elementwise_primitive("relu", abstract_eval=unary_shape("relu", FLOAT),
                                impl=kernels.relu, jvp=_relu_jvp, vjp=_relu_vjp,
-                               scalar="kernels.relu_scalar({0})", onnx=onnx.relu)
+                               scalar="kernels.relu_scalar({0})", onnx=onnx.relu,
+                               # under autocast its result feeds the next product: rounding
+                               # commutes with relu, and one 16-bit output is what the
+                               # backward pass then keeps
+                               precision="low")
 
 
 def _clamp_masks(lo, x, hi):

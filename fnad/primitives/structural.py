@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..dtypes import bfloat16, kind_of as dtype_kind
+from ..dtypes import bfloat16, finfo, kind_of as dtype_kind
 from ..kernels.cpu import half as half_kernels
 from ..abstract import ShapedArray
 from ..core import Primitive
@@ -326,13 +326,47 @@ def _convert_impl(x, new_dtype):
     return x.astype(new_dtype)
 
 
-# A conversion to the dtype the value has is the value.
+def _holds_every_value_of(wide, narrow):
+    """Whether converting from `narrow` to `wide` is exact for every value (NaN stays
+    NaN, -0.0 stays -0.0), so converting back gives the value itself."""
+    if narrow == np.bool_:
+        return True
+    kinds = dtype_kind(narrow), dtype_kind(wide)
+    if kinds[0] in "iu" and kinds[1] in "iu":
+        a, b = np.iinfo(narrow), np.iinfo(wide)
+        return b.min <= a.min and a.max <= b.max
+    if kinds[0] in "iu" and kinds[1] in "fc":
+        return 8 * np.dtype(narrow).itemsize - (kinds[0] == "i") <= finfo(wide).nmant + 1
+    if kinds[0] in "f" and kinds[1] in "fc" or kinds == ("c", "c"):
+        a, b = finfo(narrow), finfo(wide)
+        return (b.nmant >= a.nmant and b.maxexp >= a.maxexp
+                and b.minexp - b.nmant <= a.minexp - a.nmant)     # subnormals too
+    return False
+
+
+def _simplify_convert(e, producer_of):
+    """A conversion to the dtype the value has is the value; a round trip through a
+    dtype that holds every value exactly (bfloat16 -> float32 -> bfloat16, which
+    promotion before a matmul and autocast's cast to it leave behind) is the value."""
+    x = e.inputs[0]
+    if identity_when_same_type(e, producer_of) is not None:
+        return x
+    inner = producer_of(x)
+    if inner is None or inner.prim is not convert_element_type_p:
+        return None
+    original = inner.inputs[0]
+    if original.aval.dtype == e.outputs[0].aval.dtype \
+            and _holds_every_value_of(x.aval.dtype, original.aval.dtype):
+        return original
+    return None
+
+
 convert_element_type_p = elementwise_primitive(
     "convert_element_type",
     abstract_eval=_convert_shape,
     impl=_convert_impl,
     jvp=_convert_jvp, vjp=_convert_vjp, scalar="{new_dtype}({0})",
-    simplify=identity_when_same_type, onnx=onnx.convert_element_type)
+    simplify=_simplify_convert, onnx=onnx.convert_element_type)
 
 
 # --------------------------------------------------------------------------- real
