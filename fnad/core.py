@@ -10,6 +10,7 @@ constant and passes it down, so nested transforms never confuse their
 perturbations. A tracer that reaches the bottom of the chain has escaped.
 """
 import contextvars
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -255,7 +256,15 @@ def bind_custom(rules, args):
     return current_trace().process_custom(rules, args)
 
 
-class Tracer:
+if TYPE_CHECKING:
+    # For type checkers a Tracer is an Array, as isinstance says at run time (it is
+    # registered as a virtual subclass below); at run time it derives from object only.
+    _TracerBase = Array
+else:
+    _TracerBase = object
+
+
+class Tracer(_TracerBase):
     """A value seen by an interpreter; subclasses add the interpreter's data."""
     __slots__ = ("_trace",)
     __array_priority__ = 100
@@ -334,7 +343,7 @@ class Tracer:
     def __setitem__(self, idx, value):
         raise immutable_error()
 
-    __hash__ = None  # type: ignore[assignment]  # unhashable, as numpy arrays
+    __hash__ = None  # unhashable, as numpy arrays
 
 
 # isinstance(tracer, Array) is True, as JAX's isinstance(tracer, jax.Array): user code

@@ -480,7 +480,7 @@ def choice(key: Array, a: Any, shape: Any = (), replace: bool = True,
             ind = randint(key, shape, 0, n_inputs)
             result = ind if arr.ndim == 0 else jnp.take(arr, ind, axis=axis)
         else:
-            perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)  # type: ignore[arg-type]  # (Tracer)
+            perm = permutation(key, n_inputs if arr.ndim == 0 else arr, axis)
             result = jnp.take_range(perm, 0, n_draws, axis if arr.ndim else 0)
     else:
         p = p if isinstance(p, (Array, Tracer)) else jnp.asarray(p)

@@ -37,8 +37,8 @@ def asarray(a: Any, dtype: DTypeLike | None = None, order: str | None = None,
         return _on_device(asarray(a, dtype, order, copy), device)
     if isinstance(a, (Array, Tracer)):
         if dtype is None:
-            return a  # type: ignore[return-value]  # (a Tracer is a virtual Array)
-        out = astype(a, dtype)  # type: ignore[arg-type]  # (a Tracer is a virtual Array)
+            return a
+        out = astype(a, dtype)
         # An explicit dtype makes the value strongly typed, as in JAX.
         return Array(out._value) if out is a and type(a) is Array and a.weak_type else out
     if isinstance(a, (np.ndarray, np.generic)):
@@ -161,7 +161,7 @@ def _sequence_dtype(seq):
 def as_operand(x: Any) -> Array:
     """Cheap conversion for operands: fnad values pass through untouched."""
     if isinstance(x, (Array, Tracer)):
-        return x  # type: ignore[return-value]  # (a Tracer is a virtual Array)
+        return x
     return asarray(x)
 
 
