@@ -1,5 +1,6 @@
 """The short `fnad.tree` namespace over `fnad.tree_util`."""
 import dataclasses as _dataclasses
+from typing import Any
 
 from .tree_util import (  # noqa: F401
     tree_map as map, tree_leaves as leaves, tree_flatten as flatten,
@@ -10,7 +11,7 @@ from .tree_util import (  # noqa: F401
 )
 
 
-def static(**kwargs):
+def static(**kwargs: Any) -> Any:
     """dataclasses.field(**kwargs) marked static, for tree_util.register_dataclass:
     the field becomes part of the tree structure instead of a child."""
     metadata = dict(kwargs.pop("metadata", None) or {}, static=True)

@@ -10,12 +10,15 @@ from collections import namedtuple
 import dataclasses
 import functools
 import typing
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .errors import TreeStructureError
 
 # A pytree, for annotations: containers of leaves, where registered node types make the
 # set of containers open-ended, so no closed union can describe it (JAX also uses Any).
 PyTree = typing.Any
+
+_T = TypeVar("_T", bound=Any)  # a class: decorators return it unchanged
 
 _registry = {}
 
@@ -25,7 +28,9 @@ PyTreeNodeDef = namedtuple("PyTreeNodeDef", ["flatten", "unflatten", "flatten_wi
                            defaults=[None])
 
 
-def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func=None):
+def register_pytree_node(nodetype: type, flatten_func: Callable[..., Any],
+                         unflatten_func: Callable[..., Any],
+                         flatten_with_keys_func: Callable[..., Any] | None = None) -> type:
     """flatten_func(node) -> (children, aux_data); unflatten_func(aux_data, children) -> node.
     aux_data must be hashable and comparable: it is part of the tree structure."""
     if nodetype in _registry:
@@ -34,7 +39,9 @@ def register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_ke
     return nodetype
 
 
-def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatten_func=None):
+def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable[..., Any],
+                              unflatten_func: Callable[..., Any],
+                              flatten_func: Callable[..., Any] | None = None) -> type:
     """Like register_pytree_node, with the children's keys: flatten_with_keys(node) ->
     ([(key, child), ...], aux_data). flatten_func (the same without keys) is derived
     from it when not given."""
@@ -45,27 +52,27 @@ def register_pytree_with_keys(nodetype, flatten_with_keys, unflatten_func, flatt
     return register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
-def is_registered_node(nodetype):
+def is_registered_node(nodetype: Any) -> bool:
     """Whether `nodetype` is a registered pytree node type (dict, tuple, list, None and
     those given to register_pytree_node), not a leaf."""
     return nodetype in _registry
 
 
-def is_tree_node(typ):
+def is_tree_node(typ: type) -> bool:
     """Whether values of type `typ` are pytree nodes rather than leaves (registered
     types, namedtuples and dict subclasses)."""
     return typ in _registry or (issubclass(typ, tuple) and hasattr(typ, "_fields")) \
         or issubclass(typ, dict)
 
 
-def register_pytree_node_class(cls):
+def register_pytree_node_class(cls: _T) -> _T:
     """Class decorator: the class provides ``tree_flatten()`` and the classmethod
     ``tree_unflatten(aux_data, children)``."""
     register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
     return cls
 
 
-def register_pytree_with_keys_class(cls):
+def register_pytree_with_keys_class(cls: _T) -> _T:
     """Class decorator: the class provides ``tree_flatten_with_keys()`` (and may provide
     ``tree_flatten()``) and the classmethod ``tree_unflatten(aux_data, children)``."""
     flatten = (lambda node: node.tree_flatten()) if hasattr(cls, "tree_flatten") else None
@@ -74,7 +81,7 @@ def register_pytree_with_keys_class(cls):
     return cls
 
 
-def register_static(cls):
+def register_static(cls: _T) -> _T:
     """Register `cls` as a node with no children whose instances are part of the tree
     structure (so they must be hashable): e.g. a configuration object passed through
     jit or vmap without becoming an array."""
@@ -82,7 +89,9 @@ def register_static(cls):
     return cls
 
 
-def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields=()):
+def register_dataclass(nodetype: _T, data_fields: Sequence[str] | None = None,
+                       meta_fields: Sequence[str] | None = None, drop_fields: Sequence[str] = ()
+                      ) -> _T:
     """Register a dataclass as a node: `data_fields` are its children, `meta_fields`
     (hashable) part of its structure. Without them, every init field is a child except
     those declared with ``field(metadata=dict(static=True))``. Usable as a decorator,
@@ -101,9 +110,10 @@ def register_dataclass(nodetype, data_fields=None, meta_fields=None, drop_fields
     if dataclasses.is_dataclass(nodetype):
         init = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
         if init != set(data_fields) | set(meta_fields):
+            name = typing.cast(type, nodetype).__name__   # (is_dataclass: a class or instance)
             raise ValueError(
                 f"register_dataclass: data_fields {list(data_fields)} and meta_fields "
-                f"{list(meta_fields)} must name every init field of {nodetype.__name__} "
+                f"{list(meta_fields)} must name every init field of {name} "
                 f"once ({sorted(init)}), less drop_fields")
 
     def flatten_with_keys(node):
@@ -319,27 +329,30 @@ def tree_map(f: typing.Callable[..., typing.Any], tree: PyTree, *rest: PyTree,
     return treedef.unflatten([f(*xs) for xs in zip(leaves, *others)])
 
 
-def tree_all(tree, *, is_leaf=None):
+def tree_all(tree: PyTree, *, is_leaf: Callable[..., bool] | None = None) -> bool:
     """True if every leaf of the pytree is truthy."""
     return all(tree_leaves(tree, is_leaf))
 
 
-def tree_reduce(function, tree, *initializer, is_leaf=None):
+def tree_reduce(function: Callable[[Any, Any], Any], tree: PyTree, *initializer: Any,
+                is_leaf: Callable[..., bool] | None = None) -> Any:
     """functools.reduce(function, leaves, *initializer) over the pytree's leaves."""
     return functools.reduce(function, tree_leaves(tree, is_leaf), *initializer)
 
 
-def treedef_is_leaf(treedef):
+def treedef_is_leaf(treedef: "PyTreeDef") -> bool:
     """True if `treedef` is the structure of a single leaf."""
     return treedef.node_type is None
 
 
-def all_leaves(iterable, is_leaf=None):
+def all_leaves(iterable: Iterable[Any], is_leaf: Callable[..., bool] | None = None) -> bool:
     """Whether every element of `iterable` is a leaf (None is a node, with no leaves)."""
     return all(treedef_is_leaf(tree_structure(x, is_leaf)) for x in iterable)
 
 
-def tree_reduce_associative(operation, tree, *, identity=_SENTINEL, is_leaf=None):
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: PyTree, *,
+                            identity: Any = _SENTINEL, is_leaf: Callable[..., bool] | None = None
+                           ) -> Any:
     """Reduce the leaves with an associative `operation`, pairing neighbours level by
     level (a tree of depth log2(n), e.g. for sums with less rounding error)."""
     values = tree_leaves(tree, is_leaf)
@@ -354,17 +367,17 @@ def tree_reduce_associative(operation, tree, *, identity=_SENTINEL, is_leaf=None
     return values[0]
 
 
-def treedef_children(treedef):
+def treedef_children(treedef: "PyTreeDef") -> list["PyTreeDef"]:
     """The structures of the root's children."""
     return list(treedef.children)
 
 
-def treedef_tuple(treedefs):
+def treedef_tuple(treedefs: Iterable["PyTreeDef"]) -> "PyTreeDef":
     """The structure of a tuple whose elements have the structures `treedefs`."""
     return PyTreeDef(tuple, None, tuple(treedefs))
 
 
-def flatten_one_level(tree):
+def flatten_one_level(tree: PyTree) -> tuple[tuple[Any, ...], Any]:
     """(children, aux data) of the root node; a leaf is a ValueError."""
     nodedef = _node_def(tree)
     if nodedef is None:
@@ -374,7 +387,7 @@ def flatten_one_level(tree):
     return tuple(children), aux
 
 
-def flatten_one_level_with_keys(tree):
+def flatten_one_level_with_keys(tree: PyTree) -> tuple[tuple[tuple[Any, Any], ...], Any]:
     """(((key, child), ...), aux data) of the root node; a leaf is a ValueError."""
     nodedef = _node_def(tree)
     if nodedef is None:
@@ -384,7 +397,8 @@ def flatten_one_level_with_keys(tree):
     return tuple(pairs), aux
 
 
-def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
+def tree_broadcast(prefix_tree: PyTree, full_tree: PyTree,
+                   is_leaf: Callable[..., bool] | None = None) -> PyTree:
     """`prefix_tree` grown to the structure of `full_tree`: each of its leaves repeated
     over the subtree of `full_tree` below it."""
     leaves = broadcast_prefix(prefix_tree, full_tree, is_leaf, "tree_broadcast prefix",
@@ -392,7 +406,8 @@ def tree_broadcast(prefix_tree, full_tree, is_leaf=None):
     return tree_structure(full_tree).unflatten(leaves)
 
 
-def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
+def tree_transpose(outer_treedef: "PyTreeDef", inner_treedef: "PyTreeDef | None",
+                   pytree_to_transpose: PyTree) -> PyTree:
     """Turn a tree of `outer` structure whose leaves are `inner` trees inside out
     (inner_treedef=None: the structure of the first of them)."""
     outer_leaves = flatten_up_to(outer_treedef, pytree_to_transpose)
@@ -406,7 +421,7 @@ def tree_transpose(outer_treedef, inner_treedef, pytree_to_transpose):
     return inner_treedef.unflatten(transposed)
 
 
-def flatten_up_to(treedef, tree):
+def flatten_up_to(treedef: "PyTreeDef", tree: PyTree) -> list[Any]:
     """The subtrees of `tree` that sit where `treedef` has leaves."""
     if treedef.node_type is None:
         return [tree]
@@ -418,7 +433,8 @@ def flatten_up_to(treedef, tree):
     return out
 
 
-def broadcast_prefix(prefix, full, is_leaf=None, name="prefix", full_name="tree"):
+def broadcast_prefix(prefix: PyTree, full: PyTree, is_leaf: Callable[..., bool] | None = None,
+                     name: str = "prefix", full_name: str = "tree") -> list[Any]:
     """One entry per leaf of `full`: the leaf of `prefix` that sits above it.
 
     `prefix` must be a prefix of `full`: the same nodes (type, length, dict keys,
@@ -549,7 +565,7 @@ def _key_value(key):
     return key._value() if isinstance(key, _Key) else key
 
 
-def keystr(keys, *, simple=False, separator=""):
+def keystr(keys: "KeyPath", *, simple: bool = False, separator: str = "") -> str:
     """A key path as text: "['a'][0].w" (simple=True, separator="/": "a/0/w")."""
     return separator.join(str(_key_value(k)) if simple else str(k) for k in keys)
 
@@ -562,7 +578,9 @@ def _keyed_children(nodedef, node):
     return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
 
 
-def tree_flatten_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+def tree_flatten_with_path(tree: PyTree, is_leaf: Callable[..., bool] | None = None,
+                           is_leaf_takes_path: bool = False
+                          ) -> tuple[list[tuple["KeyPath", Any]], "PyTreeDef"]:
     """([(key path, leaf), ...], treedef): tree_flatten with each leaf's key path."""
     pairs = []
     treedef = _flatten_with_path(tree, (), pairs, is_leaf, is_leaf_takes_path)
@@ -580,12 +598,15 @@ def _flatten_with_path(x, path, pairs, is_leaf, takes_path):
         _flatten_with_path(c, path + (k,), pairs, is_leaf, takes_path) for k, c in children))
 
 
-def tree_leaves_with_path(tree, is_leaf=None, is_leaf_takes_path=False):
+def tree_leaves_with_path(tree: PyTree, is_leaf: Callable[..., bool] | None = None,
+                          is_leaf_takes_path: bool = False) -> list[tuple["KeyPath", Any]]:
     """[(key path, leaf), ...] in tree_leaves' order."""
     return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
-def tree_map_with_path(f, tree, *rest, is_leaf=None, is_leaf_takes_path=False):
+def tree_map_with_path(f: Callable[..., Any], tree: PyTree, *rest: PyTree,
+                       is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
+                      ) -> PyTree:
     """tree_map whose `f` takes each leaf's key path first: f(path, leaf, *others)."""
     pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = []
