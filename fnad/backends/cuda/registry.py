@@ -20,10 +20,11 @@ from ...array import Array
 from ...errors import DTypeError
 from . import runtime
 from .array import CudaArray
-from .bfloat16 import with_bfloat16
 
-_impls = {}
+_impls = {}             # primitive -> the kernel registered for it
+_ready = {}             # primitive -> what impl_for gives (bfloat16 handled)
 _complex_ok = set()     # primitives whose kernel handles complex operands
+_bfloat16_ok = set()    # primitives whose kernel takes bfloat16 arrays as they are
 _FAMILIES = ("shape", "dot", "conv", "index", "cumulative", "sort", "random", "linalg",
              "fft", "control", "callbacks", "collectives")
 _loaded = False
@@ -39,9 +40,11 @@ def implements(*prims, complex_ok=False, bfloat16_ok=False):
     their bfloat16 results are rounded (bfloat16.with_bfloat16)."""
     def register(fn):
         for p in prims:
-            _impls[p] = fn if bfloat16_ok else with_bfloat16(p, fn)
+            _impls[p] = fn
             if complex_ok:
                 _complex_ok.add(p)
+            if bfloat16_ok:
+                _bfloat16_ok.add(p)
         return fn
     return register
 
@@ -60,22 +63,27 @@ def check_real(prim, avals):
 
 
 def impl_for(prim):
-    fn = _impls.get(prim)
-    if fn is not None:
-        return fn
+    fn = _ready.get(prim)
+    if fn is None:
+        fn = _ready[prim] = _prepared(prim)
+    return fn
+
+
+def _prepared(prim):
+    """prim's kernel as evaluate and the lowering call it. (bfloat16.py compiles its
+    kernels on import: it is imported here, once numba.cuda is in use.)"""
+    from .bfloat16 import with_bfloat16
     _load_families()
     fn = _impls.get(prim)
-    if fn is None:
-        if prim.scalar is not None or prim.index_map is not None:
-            from .fused import elementwise_impl
-            fn = elementwise_impl(prim)
-        elif prim.reduction is not None:
-            from .reduce import reduction_impl
-            fn = with_bfloat16(prim, reduction_impl(prim))
-        else:
-            raise NotImplementedError(f"the cuda backend has no kernel for {prim.name}")
-        _impls[prim] = fn
-    return fn
+    if fn is not None:
+        return fn if prim in _bfloat16_ok else with_bfloat16(prim, fn)
+    if prim.scalar is not None or prim.index_map is not None:
+        from .fused import elementwise_impl
+        return elementwise_impl(prim)     # (decodes and rounds bfloat16 itself)
+    if prim.reduction is not None:
+        from .reduce import reduction_impl
+        return with_bfloat16(prim, reduction_impl(prim))
+    raise NotImplementedError(f"the cuda backend has no kernel for {prim.name}")
 
 
 def _load_families():
