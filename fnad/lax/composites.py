@@ -1,6 +1,8 @@
 """The lax functions JAX defines over its primitives: shape and slicing helpers,
 selection among several cases, bit counts and shifts with lax's rules for shifts past
 the width, top_k, cumlogsumexp. Like the rest of fnad.lax, they do not promote dtypes."""
+from typing import Any, Sequence, TypeVar
+
 import numpy as np
 
 from ..abstract import broadcast_shapes as _broadcast_shapes
@@ -14,6 +16,7 @@ from ..numpy._reductions import all as _all, any as _any
 from ..numpy._core import as_operand
 from .control_flow import scan
 from .operators import convert_element_type, select
+from ..typing import Array, ArrayLike, DTypeLike, Shape
 
 __all__ = ["full", "full_like", "broadcast", "broadcast_to_rank", "broadcast_shapes",
            "index_in_dim", "slice_in_dim", "index_take", "split", "collapse", "tile",
@@ -22,19 +25,22 @@ __all__ = ["full", "full_like", "broadcast", "broadcast_to_rank", "broadcast_sha
            "reduce_and", "reduce_or", "reduce_xor", "cumlogsumexp", "batch_matmul",
            "optimization_barrier"]
 
+_T = TypeVar("_T")
+
 
 # --------------------------------------------------------------------------- shapes
 
-def full(shape, fill_value, dtype=None):
+def full(shape: Sequence[int], fill_value: ArrayLike, dtype: DTypeLike | None = None) -> Array:
     return _creation.full(shape, fill_value, dtype)
 
 
-def full_like(x, fill_value, dtype=None, shape=None):
+def full_like(x: Array | np.ndarray, fill_value: ArrayLike, dtype: DTypeLike | None = None,
+              shape: Sequence[int] | None = None) -> Array:
     return _creation.full(tuple(x.shape) if shape is None else shape, fill_value,
                           x.dtype if dtype is None else dtype)
 
 
-def broadcast(operand, sizes):
+def broadcast(operand: ArrayLike, sizes: Sequence[int]) -> Array:
     """operand with new leading axes of the given sizes."""
     operand = as_operand(operand)
     sizes = tuple(int(s) for s in sizes)
@@ -42,17 +48,17 @@ def broadcast(operand, sizes):
                             tuple(range(len(sizes), len(sizes) + operand.ndim)))
 
 
-def broadcast_to_rank(x, rank):
+def broadcast_to_rank(x: ArrayLike, rank: int) -> Array:
     """x with leading axes of size 1 up to `rank` axes."""
     x = as_operand(x)
     return S.reshape(x, (1,) * max(0, rank - x.ndim) + tuple(x.shape))
 
 
-def broadcast_shapes(*shapes):
+def broadcast_shapes(*shapes: Sequence[int]) -> Shape:
     return _broadcast_shapes("broadcast_shapes", *[tuple(s) for s in shapes])
 
 
-def index_in_dim(operand, index, axis=0, keepdims=True):
+def index_in_dim(operand: ArrayLike, index: int, axis: int = 0, keepdims: bool = True) -> Array:
     operand = as_operand(operand)
     n = operand.shape[axis]
     if not -n <= index < n:
@@ -62,7 +68,8 @@ def index_in_dim(operand, index, axis=0, keepdims=True):
     return out if keepdims else S.squeeze(out, (axis % operand.ndim,))
 
 
-def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
+def slice_in_dim(operand: ArrayLike, start_index: int | None, limit_index: int | None,
+                 stride: int = 1, axis: int = 0) -> Array:
     operand = as_operand(operand)
     axis = axis % operand.ndim
     n = operand.shape[axis]
@@ -74,16 +81,16 @@ def slice_in_dim(operand, start_index, limit_index, stride=1, axis=0):
     return S.slice(operand, starts, limits, strides)
 
 
-def index_take(src, idxs, axes):
+def index_take(src: ArrayLike, idxs: Sequence[ArrayLike], axes: Sequence[int]) -> Array:
     """src indexed by one index array per axis in `axes` (numpy's advanced indexing)."""
     src = as_operand(src)
-    key = [slice(None)] * src.ndim
+    key: list[Any] = [slice(None)] * src.ndim
     for index, axis in zip(idxs, axes):
         key[axis] = as_operand(index)
     return src[tuple(key)]
 
 
-def split(operand, sizes, axis=0):
+def split(operand: ArrayLike, sizes: Sequence[int], axis: int = 0) -> list[Array]:
     """Consecutive pieces of operand along axis, of the given sizes (which must add
     up to the axis' length)."""
     operand = as_operand(operand)
@@ -95,7 +102,7 @@ def split(operand, sizes, axis=0):
     return _shapes.split(operand, [int(p) for p in points], axis)
 
 
-def collapse(operand, start_dimension, stop_dimension=None):
+def collapse(operand: ArrayLike, start_dimension: int, stop_dimension: int | None = None) -> Array:
     """operand with axes start_dimension .. stop_dimension - 1 merged into one."""
     operand = as_operand(operand)
     stop = operand.ndim if stop_dimension is None else stop_dimension % (operand.ndim + 1)
@@ -105,13 +112,13 @@ def collapse(operand, start_dimension, stop_dimension=None):
     return S.reshape(operand, shape[:start] + (merged,) + shape[stop:])
 
 
-def tile(operand, reps):
+def tile(operand: ArrayLike, reps: Sequence[int]) -> Array:
     return _shapes.tile(operand, reps)
 
 
 # --------------------------------------------------------------------------- selection
 
-def select_n(which, *cases):
+def select_n(which: ArrayLike, *cases: ArrayLike) -> Array:
     """cases[which] elementwise: `which` is a bool (two cases) or an integer array."""
     if not cases:
         raise ValueError("select_n: needs at least one case")
@@ -129,7 +136,7 @@ def select_n(which, *cases):
     return out
 
 
-def top_k(operand, k):
+def top_k(operand: ArrayLike, k: int) -> tuple[Array, Array]:
     """The k largest entries along the last axis, largest first (ties: the lower index
     first), and their indices."""
     operand = as_operand(operand)
@@ -143,26 +150,26 @@ def top_k(operand, k):
 
 # --------------------------------------------------------------------------- arithmetic
 
-def cbrt(x):
+def cbrt(x: ArrayLike) -> Array:
     return E.cbrt(x)
 
 
-def exp2(x):
+def exp2(x: ArrayLike) -> Array:
     return E.exp2(x)
 
 
-def reciprocal(x):
+def reciprocal(x: ArrayLike) -> Array:
     x = as_operand(x)
     if x.dtype.kind not in "fc":
         raise DTypeError(f"reciprocal needs a float or complex operand, got {x.dtype}")
     return E.divide(np.ones((), x.dtype), x)
 
 
-def nextafter(x1, x2):
+def nextafter(x1: ArrayLike, x2: ArrayLike) -> Array:
     return _float_bits.nextafter(x1, x2)
 
 
-def batch_matmul(lhs, rhs, precision=None):
+def batch_matmul(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None) -> Array:
     lhs, rhs = as_operand(lhs), as_operand(rhs)
     if lhs.ndim < 2 or lhs.ndim != rhs.ndim:
         raise ShapeError(f"batch_matmul: operands need the same rank of at least 2, got "
@@ -170,13 +177,13 @@ def batch_matmul(lhs, rhs, precision=None):
     return _products.matmul(lhs, rhs, precision=precision)
 
 
-def optimization_barrier(operand):
+def optimization_barrier(operand: _T) -> _T:
     """Its operand: fnad's compiler neither moves computations across calls nor merges
     them in a way the barrier would prevent, so nothing is needed."""
     return operand
 
 
-def cumlogsumexp(operand, axis=0, reverse=False):
+def cumlogsumexp(operand: ArrayLike, axis: int = 0, reverse: bool = False) -> Array:
     """log(cumsum(exp(operand))) along axis, without overflow: a running logaddexp."""
     operand = as_operand(operand)
     if operand.dtype.kind not in "fc":
@@ -195,7 +202,7 @@ def cumlogsumexp(operand, axis=0, reverse=False):
 
 # --------------------------------------------------------------------------- bits
 
-def _integer(x, what):
+def _integer(x: Any, what: str) -> Array:
     x = as_operand(x)
     if x.dtype.kind not in "iu":
         raise DTypeError(f"{what} needs an integer operand, got {x.dtype} "
@@ -207,7 +214,7 @@ def _unsigned(dtype):
     return np.dtype(f"u{dtype.itemsize}")
 
 
-def shift_left(x, y):
+def shift_left(x: ArrayLike, y: ArrayLike) -> Array:
     """x << y; 0 where y is negative or at least x's width (lax's rule)."""
     x, y = _integer(x, "shift_left"), _integer(y, "shift_left")
     bits = x.dtype.itemsize * 8
@@ -215,7 +222,7 @@ def shift_left(x, y):
     return E.where((y < 0) | (y >= bits), np.zeros((), x.dtype), out)
 
 
-def shift_right_logical(x, y):
+def shift_right_logical(x: ArrayLike, y: ArrayLike) -> Array:
     """x >> y filling with zeros (x's bits read as unsigned); 0 past the width."""
     x, y = _integer(x, "shift_right_logical"), _integer(y, "shift_right_logical")
     bits = x.dtype.itemsize * 8
@@ -225,7 +232,7 @@ def shift_right_logical(x, y):
     return E.where((y < 0) | (y >= bits), np.zeros((), x.dtype), out)
 
 
-def shift_right_arithmetic(x, y):
+def shift_right_arithmetic(x: ArrayLike, y: ArrayLike) -> Array:
     """x >> y filling with the sign bit; past the width, all sign bits."""
     x, y = _integer(x, "shift_right_arithmetic"), _integer(y, "shift_right_arithmetic")
     bits = x.dtype.itemsize * 8
@@ -235,14 +242,14 @@ def shift_right_arithmetic(x, y):
     return _integer_math.right_shift(x, E.where((y < 0) | (y >= bits), bits - 1, y))
 
 
-def population_count(x):
+def population_count(x: ArrayLike) -> Array:
     x = _integer(x, "population_count")
     # of the two's-complement bits (numpy's bitwise_count counts |x|'s)
     u = convert_element_type(x, _unsigned(x.dtype))
     return convert_element_type(_integer_math.bitwise_count(u), x.dtype)
 
 
-def clz(x):
+def clz(x: ArrayLike) -> Array:
     """The number of leading zero bits: a binary search over halves of the width."""
     x = _integer(x, "clz")
     bits = x.dtype.itemsize * 8
@@ -280,7 +287,7 @@ def _bitwise_reduce(name, op, identity, operand, axes):
     return operand
 
 
-def reduce_and(operand, axes):
+def reduce_and(operand: ArrayLike, axes: Sequence[int]) -> Array:
     operand = as_operand(operand)
     if operand.dtype.kind == "b":
         return _all(operand, axis=tuple(axes))
@@ -288,12 +295,12 @@ def reduce_and(operand, axes):
     return _bitwise_reduce("reduce_and", E.bitwise_and, every_bit, operand, axes)
 
 
-def reduce_or(operand, axes):
+def reduce_or(operand: ArrayLike, axes: Sequence[int]) -> Array:
     operand = as_operand(operand)
     if operand.dtype.kind == "b":
         return _any(operand, axis=tuple(axes))
     return _bitwise_reduce("reduce_or", E.bitwise_or, 0, operand, axes)
 
 
-def reduce_xor(operand, axes):
+def reduce_xor(operand: ArrayLike, axes: Sequence[int]) -> Array:
     return _bitwise_reduce("reduce_xor", E.bitwise_xor, 0, operand, axes)

@@ -11,7 +11,7 @@ computations 'max', 'min' and 'add' (as strings, or as fnad.lax.max / min / add 
 the numpy ufuncs), not arbitrary functions, and no base or window dilation.
 """
 import operator
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from ..kernels.cpu import window as _K
 from ..primitives import conv as _C
 from ..primitives import shape as _S
 from ..primitives.elementwise import convert_element_type_p, max_p, min_p, add_p
+from ..typing import Array, ArrayLike, DTypeLike
 
 
 class ConvDimensionNumbers(NamedTuple):
@@ -34,7 +35,7 @@ class ConvDimensionNumbers(NamedTuple):
     out_spec: tuple
 
 
-def _operand(x):
+def _operand(x: Any) -> Array:
     return as_operand(x)
 
 
@@ -44,7 +45,8 @@ def _spec_error(dimension_numbers, lhs_shape, rhs_shape, why):
                       f"{why}")
 
 
-def conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers):
+def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
+                           dimension_numbers: Any) -> "ConvDimensionNumbers":
     """ConvDimensionNumbers from None (NC..., OI..., NC...), three layout strings such
     as ('NHWC', 'HWIO', 'NHWC'), or three tuples of axis positions."""
     ndim = len(lhs_shape)
@@ -89,7 +91,8 @@ def _from_strings(specs, lhs_shape, rhs_shape):
     return ConvDimensionNumbers(*(perm(s, p) for s, p in zip(specs, pairs)))
 
 
-def padtype_to_pads(in_shape, window_shape, window_strides, padding):
+def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
+                    window_strides: Sequence[int], padding: str) -> list[tuple[int, int]]:
     """(lo, hi) pairs for 'VALID', 'SAME' (extra padding at the end) or 'SAME_LOWER'."""
     kind = padding.upper()
     if kind == "VALID":
@@ -123,9 +126,13 @@ def _ints(values, count, default, what, name, axes="spatial axis"):
     return values
 
 
-def conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation=None,
-                         rhs_dilation=None, dimension_numbers=None, feature_group_count=1,
-                         batch_group_count=1, precision=None, preferred_element_type=None):
+def conv_general_dilated(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int],
+                         padding: str | Sequence[tuple[int, int]],
+                         lhs_dilation: Sequence[int] | None = None,
+                         rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
+                         feature_group_count: int = 1, batch_group_count: int = 1,
+                         precision: Any = None, preferred_element_type: DTypeLike | None = None
+                        ) -> Array:
     """General n-d convolution (cross-correlation, as in lax) with strides, padding,
     input (lhs) and kernel (rhs) dilation, feature groups and any layout."""
     lhs, rhs = _operand(lhs), _operand(rhs)
@@ -170,14 +177,19 @@ def _permuted(x, perm):
     return x if perm == tuple(range(len(perm))) else _S.transpose(x, perm)
 
 
-def conv(lhs, rhs, window_strides, padding, precision=None, preferred_element_type=None):
+def conv(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int],
+         padding: str | Sequence[tuple[int, int]], precision: Any = None,
+         preferred_element_type: DTypeLike | None = None) -> Array:
     """conv_general_dilated in the default layout (NC..., OI...) without dilation."""
     return conv_general_dilated(lhs, rhs, window_strides, padding, precision=precision,
                                 preferred_element_type=preferred_element_type)
 
 
-def conv_with_general_padding(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
-                              precision=None, preferred_element_type=None):
+def conv_with_general_padding(lhs: ArrayLike, rhs: ArrayLike, window_strides: Sequence[int],
+                              padding: str | Sequence[tuple[int, int]],
+                              lhs_dilation: Sequence[int] | None,
+                              rhs_dilation: Sequence[int] | None, precision: Any = None,
+                              preferred_element_type: DTypeLike | None = None) -> Array:
     return conv_general_dilated(lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation,
                                 precision=precision,
                                 preferred_element_type=preferred_element_type)
@@ -200,8 +212,11 @@ _TRANSPOSE_LAYOUTS = {2: ("NC", "IO", "NC"), 3: ("NHC", "HIO", "NHC"),
                       4: ("NHWC", "HWIO", "NHWC"), 5: ("NHWDC", "HWDIO", "NHWDC")}
 
 
-def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numbers=None,
-                   transpose_kernel=False, precision=None, preferred_element_type=None):
+def conv_transpose(lhs: ArrayLike, rhs: ArrayLike, strides: Sequence[int],
+                   padding: str | Sequence[tuple[int, int]],
+                   rhs_dilation: Sequence[int] | None = None, dimension_numbers: Any = None,
+                   transpose_kernel: bool = False, precision: Any = None,
+                   preferred_element_type: DTypeLike | None = None) -> Array:
     """The transposed ("deconvolution") convolution: an lhs dilated by `strides`, as
     lax.conv_transpose. Default layouts are channels-last (NHWC, HWIO, NHWC)."""
     lhs, rhs = _operand(lhs), _operand(rhs)
@@ -219,8 +234,8 @@ def conv_transpose(lhs, rhs, strides, padding, rhs_dilation=None, dimension_numb
         padding = [_conv_transpose_padding((k - 1) * r + 1, s, padding.upper())
                    for k, s, r in zip(window, strides, rhs_dilation)]
     if transpose_kernel:
-        rhs = _S.rev(rhs, tuple(dn.rhs_spec[2:]))
         perm = list(range(rhs.ndim))
+        rhs = _S.rev(rhs, tuple(dn.rhs_spec[2:]))
         perm[dn.rhs_spec[0]], perm[dn.rhs_spec[1]] = dn.rhs_spec[1], dn.rhs_spec[0]
         rhs = _S.transpose(rhs, perm)
     return conv_general_dilated(lhs, rhs, (1,) * nd, padding, strides, rhs_dilation, dn,
@@ -250,8 +265,11 @@ _REDUCE = {"max": (_C.reduce_window_max_p, _K.MAX, max_p),
            "add": (_C.reduce_window_sum_p, _K.SUM, add_p)}
 
 
-def reduce_window(operand, init_value, computation, window_dimensions, window_strides,
-                  padding, base_dilation=None, window_dilation=None):
+def reduce_window(operand: ArrayLike, init_value: ArrayLike, computation: str | Callable[..., Any],
+                  window_dimensions: Sequence[int], window_strides: Sequence[int],
+                  padding: str | Sequence[tuple[int, int]],
+                  base_dilation: Sequence[int] | None = None,
+                  window_dilation: Sequence[int] | None = None) -> Array:
     """Reduce every window of `operand` with computation ('max', 'min' or 'add'),
     starting from init_value; padded positions contribute nothing."""
     x = _operand(operand)
@@ -292,14 +310,16 @@ def _pool_args(x, window, strides, padding):
     return window, strides, padding
 
 
-def max_pool(x, window, strides=None, padding="VALID"):
+def max_pool(x: ArrayLike, window: Sequence[int], strides: Sequence[int] | None = None,
+             padding: str | Sequence[tuple[int, int]] = "VALID") -> Array:
     """The maximum of each window (strides default to the window)."""
     x = _operand(x)
     window, strides, padding = _pool_args(x, window, strides, padding)
     return reduce_window(x, _K.identity(_K.MAX, x.dtype), "max", window, strides, padding)
 
 
-def avg_pool(x, window, strides=None, padding="VALID"):
+def avg_pool(x: ArrayLike, window: Sequence[int], strides: Sequence[int] | None = None,
+             padding: str | Sequence[tuple[int, int]] = "VALID") -> Array:
     """The sum of each window divided by the window's size (padding counts as zeros)."""
     x = _operand(x)
     window, strides, padding = _pool_args(x, window, strides, padding)

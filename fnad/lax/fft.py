@@ -1,12 +1,16 @@
 """lax.fft: the fft primitive with JAX's signature. fft_type is an FftType or its
 name ("fft", "ifft", "rfft", "irfft", any case); fft_lengths are the lengths of the
 trailing axes transformed."""
+from typing import Sequence
+
 from ..primitives.fft import FftType, fft as _fft_primitive
+
+from ..typing import Array, ArrayLike
 
 __all__ = ["fft", "FftType"]
 
 
-def fft(x, fft_type, fft_lengths):
+def fft(x: ArrayLike, fft_type: FftType | str, fft_lengths: Sequence[int]) -> Array:
     if isinstance(fft_type, str):
         try:
             fft_type = FftType[fft_type.upper()]

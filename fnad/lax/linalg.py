@@ -1,6 +1,7 @@
 """fnad.lax.linalg: the linear-algebra primitives, with JAX's lax.linalg names, and the
 few lax.linalg functions that are compositions of them."""
 import numpy as np
+from typing import Any
 
 from ..errors import ShapeError
 from ..primitives import shape as S
@@ -10,9 +11,11 @@ from ..primitives.linalg import (  # noqa: F401
 from ..primitives.decompositions import (  # noqa: F401
     eigh, svd, qr, lu, lu_pivots_to_permutation)
 from ..primitives.nonsymmetric import eig, schur  # noqa: F401
+from ..typing import Array
 
 
-def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_output=False):
+def symmetric_product(a_matrix: Array, c_matrix: Array, *, alpha: Any = 1.0, beta: Any = 0.0,
+                      symmetrize_output: bool = False) -> Array:
     """alpha a a^T + beta c; with symmetrize_output, the lower triangle mirrored onto
     the upper one (LAPACK's syrk computes only one triangle)."""
     out = mm(a_matrix, mT(a_matrix))
@@ -24,7 +27,7 @@ def symmetric_product(a_matrix, c_matrix, *, alpha=1.0, beta=0.0, symmetrize_out
     return out
 
 
-def cholesky_update(r_matrix, w_vector):
+def cholesky_update(r_matrix: Array, w_vector: Array) -> Array:
     """The upper Cholesky factor of r^T r + w w^T, given the upper factor r of r^T r.
     (Refactored in O(n^3), not by rotations in O(n^2): the same factor, unique for a
     positive diagonal.)"""
@@ -36,7 +39,7 @@ def cholesky_update(r_matrix, w_vector):
     return mT(cholesky(updated, symmetrize_input=False))
 
 
-def householder_product(a, taus):
+def householder_product(a: Array, taus: Array) -> Array:
     """The first n columns of H_0 H_1 ... H_{k-1}, H_i = I - taus[i] v_i v_i^T with v_i
     zero above i, 1 at i and a[i + 1:, i] below (the reflectors LAPACK's geqrf leaves
     in a); LAPACK's orgqr."""

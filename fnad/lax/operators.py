@@ -1,5 +1,6 @@
 """lax's operators: each binds one primitive, with JAX's lax names and signatures."""
 import enum
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -8,17 +9,24 @@ from ..primitives import elementwise as _E
 from ..primitives import shape as _S
 from ..primitives.reduce import argmax_p, argmin_p, reduce_max_p, reduce_min_p
 from ..tree_util import tree_map
+from ..typing import Array, ArrayLike, DTypeLike, PyTree, Shape
 
 
-def _unary(prim):
-    return lambda x: prim.bind(_as(x))
+def _unary(prim: Any) -> Callable[[ArrayLike], Array]:
+    def op(x: ArrayLike) -> Array:
+        return prim.bind(_as(x))
+    op.__name__ = op.__qualname__ = prim.name
+    return op
 
 
-def _binary(prim):
-    return lambda x, y: prim.bind(_as(x), _as(y))
+def _binary(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
+    def op(x: ArrayLike, y: ArrayLike) -> Array:
+        return prim.bind(_as(x), _as(y))
+    op.__name__ = op.__qualname__ = prim.name
+    return op
 
 
-def _as(x):
+def _as(x: Any) -> Array:
     return as_operand(x)
 
 
@@ -43,13 +51,14 @@ class RoundingMethod(enum.IntEnum):
     TO_NEAREST_EVEN = _E.TO_NEAREST_EVEN
 
 
-def round(x, rounding_method=RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
+def round(x: ArrayLike,  # noqa: A001
+          rounding_method: int = RoundingMethod.AWAY_FROM_ZERO) -> Array:
     """x rounded to an integral value; halves away from zero by default, as JAX's
     lax.round (fnad.numpy.round rounds them to even, as numpy)."""
     return _E.round_p.bind(_as(x), rounding_method=int(RoundingMethod(rounding_method)))
 
 
-def div(x, y):
+def div(x: ArrayLike, y: ArrayLike) -> Array:
     """x / y; for integers C's division, rounded toward zero (x / 0 has all bits set:
     -1, or the largest unsigned value), as in JAX."""
     x, y = _as(x), _as(y)
@@ -58,52 +67,52 @@ def div(x, y):
     return _E.div_p.bind(x, y)
 
 
-def iota(dtype, size):
+def iota(dtype: DTypeLike, size: int) -> Array:
     """[0, 1, ..., size - 1] as `dtype` (JAX's lax.iota)."""
     return _S.iota(dtype, (int(size),), 0)
 
 
-def broadcasted_iota(dtype, shape, dimension):
+def broadcasted_iota(dtype: DTypeLike, shape: Shape, dimension: int) -> Array:
     """An array of `shape` counting along `dimension` (JAX's lax.broadcasted_iota)."""
     return _S.iota(dtype, shape, dimension)
 
 
-def integer_pow(x, y):
+def integer_pow(x: ArrayLike, y: int) -> Array:
     return _E.integer_pow_p.bind(x, y=int(y))
 
 
-def square(x):
+def square(x: ArrayLike) -> Array:
     return integer_pow(x, 2)
 
 
-def select(pred, on_true, on_false):
+def select(pred: ArrayLike, on_true: ArrayLike, on_false: ArrayLike) -> Array:
     return _E.select_p.bind(pred, on_true, on_false)
 
 
-def clamp(min, x, max):  # noqa: A002 (lax's names)
+def clamp(min: ArrayLike, x: ArrayLike, max: ArrayLike) -> Array:  # noqa: A002 (lax's names)
     return _E.clamp_p.bind(min, x, max)
 
 
-def convert_element_type(x, new_dtype):
+def convert_element_type(x: ArrayLike, new_dtype: DTypeLike) -> Array:
     return _E.convert(_as(x), np.dtype(new_dtype))
 
 
-def stop_gradient(x):
+def stop_gradient(x: PyTree) -> PyTree:
     """x, with a derivative of zero in every transform; works on pytrees."""
     return tree_map(lambda leaf: _E.stop_gradient_p.bind(as_operand(leaf)), x)
 
 
-def reduce_max(x, axes):
+def reduce_max(x: ArrayLike, axes: Sequence[int]) -> Array:
     return reduce_max_p.bind(x, axes=tuple(axes))
 
 
-def reduce_min(x, axes):
+def reduce_min(x: ArrayLike, axes: Sequence[int]) -> Array:
     return reduce_min_p.bind(x, axes=tuple(axes))
 
 
-def argmax(x, axis, index_dtype):
+def argmax(x: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
     return argmax_p.bind(x, axis=int(axis), index_dtype=np.dtype(index_dtype))
 
 
-def argmin(x, axis, index_dtype):
+def argmin(x: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
     return argmin_p.bind(x, axis=int(axis), index_dtype=np.dtype(index_dtype))

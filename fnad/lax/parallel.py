@@ -6,18 +6,27 @@ pmax and pmin take a pytree and reduce all its leaves in one collective: over
 processes that is one MPI Allreduce per dtype on a packed buffer, so a step's
 gradients cost one call, however many leaves they have.
 """
+from typing import Any, Hashable, Protocol, Sequence
+
 import numpy as np
 
 from ..errors import ShapeError
 from ..numpy._core import as_operand
 from ..primitives import collectives as C
 from ..tree_util import tree_flatten, tree_unflatten, tree_map
+from ..typing import Array, PyTree
 
 UnboundAxisNameError = C.UnboundAxisNameError
 
 
-def _tree_reduction(prim, who):
-    def reduce(x, axis_name, *, axis_index_groups=None):
+class TreeReduction(Protocol):
+    """psum, pmean, pmax and pmin: a pytree in, one like it out."""
+    def __call__(self, x: PyTree, axis_name: Hashable, *,
+                 axis_index_groups: Any = None) -> PyTree: ...
+
+
+def _tree_reduction(prim: Any, who: str) -> TreeReduction:
+    def reduce(x: PyTree, axis_name: Hashable, *, axis_index_groups: Any = None) -> PyTree:
         _no_groups(axis_index_groups, who)
         names = C.axis_names(axis_name, who)
         leaves, tree = tree_flatten(x)
@@ -55,7 +64,8 @@ def _single(axis_name, who):
     return names[0]
 
 
-def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
+def all_gather(x: PyTree, axis_name: Hashable, *, axis_index_groups: Any = None, axis: int = 0,
+               tiled: bool = False) -> PyTree:
     """Every member's x, stacked along a new axis `axis` (concatenated along `axis`
     with tiled=True), given to every member. x may be a pytree."""
     _no_groups(axis_index_groups, "all_gather")
@@ -70,7 +80,8 @@ def all_gather(x, axis_name, *, axis_index_groups=None, axis=0, tiled=False):
     return tree_map(gather, x)
 
 
-def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, tiled=False):
+def psum_scatter(x: PyTree, axis_name: Hashable, *, scatter_dimension: int = 0,
+                 axis_index_groups: Any = None, tiled: bool = False) -> PyTree:
     """The sum over members of x, split along scatter_dimension: member k gets block
     k (with tiled=False that dimension must have one entry per member and is
     removed). x may be a pytree."""
@@ -86,7 +97,7 @@ def psum_scatter(x, axis_name, *, scatter_dimension=0, axis_index_groups=None, t
     return tree_map(scatter, x)
 
 
-def ppermute(x, axis_name, perm):
+def ppermute(x: PyTree, axis_name: Hashable, perm: Sequence[tuple[int, int]]) -> PyTree:
     """Member `source` sends its x to member `destination` for each (source,
     destination) pair of perm; members no pair sends to get zeros. x may be a pytree."""
     name = _single(axis_name, "ppermute")
@@ -96,13 +107,13 @@ def ppermute(x, axis_name, perm):
                                                 axis_size=size), x)
 
 
-def axis_index(axis_name):
+def axis_index(axis_name: Hashable) -> Array:
     """This member's position along axis_name (int32): the example's index under
     vmap, the process's rank under shard_map."""
     return C.axis_index_p.bind(axis_name=(_single(axis_name, "axis_index"),))
 
 
-def axis_size(axis_name):
+def axis_size(axis_name: Hashable) -> int:
     """The number of members of axis_name (a Python int, as in JAX); a tuple of names
     gives the product of their sizes."""
     names = C.axis_names(axis_name, "axis_size")

@@ -5,15 +5,19 @@ dtype, i.e. always at Precision.HIGHEST (see fnad.numpy's Precision).
 `preferred_element_type` converts the operands first, so the product accumulates in,
 and returns, that dtype.
 """
+from typing import Any
+
 from ..errors import ShapeError
 from ..numpy._products import Precision, preferred_operands
 from ..numpy._core import as_operand
 from ..primitives import dot as _dot
+from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["Precision", "dot", "dot_general"]
 
 
-def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_type=None):
+def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precision: Any = None,
+                preferred_element_type: DTypeLike | None = None) -> Array:
     """The general tensor contraction: dimension_numbers = ((lhs_contracting,
     rhs_contracting), (lhs_batch, rhs_batch))."""
     lhs, rhs = preferred_operands(as_operand(lhs), as_operand(rhs), precision,
@@ -21,7 +25,8 @@ def dot_general(lhs, rhs, dimension_numbers, precision=None, preferred_element_t
     return _dot.dot_general(lhs, rhs, dimension_numbers)
 
 
-def dot(lhs, rhs, precision=None, preferred_element_type=None):
+def dot(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None,
+        preferred_element_type: DTypeLike | None = None) -> Array:
     """Vector-vector, matrix-vector and matrix-matrix products (lax.dot: the last axis
     of lhs against the first of rhs; operands of rank 1 or 2)."""
     lhs, rhs = as_operand(lhs), as_operand(rhs)

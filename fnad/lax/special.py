@@ -1,16 +1,25 @@
 """lax's special functions: each binds one primitive of fnad/primitives/special.py,
 with JAX's lax names and signatures (no dtype promotion: operands share one float
 dtype)."""
+from typing import Any, Callable
+
 from ..numpy._core import as_operand
 from ..primitives import special as _S
+from ..typing import Array, ArrayLike
 
 
-def _unary(prim):
-    return lambda x: prim.bind(as_operand(x))
+def _unary(prim: Any) -> Callable[[ArrayLike], Array]:
+    def op(x: ArrayLike) -> Array:
+        return prim.bind(as_operand(x))
+    op.__name__ = op.__qualname__ = prim.name
+    return op
 
 
-def _binary(prim):
-    return lambda x, y: prim.bind(as_operand(x), as_operand(y))
+def _binary(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
+    def op(x: ArrayLike, y: ArrayLike) -> Array:
+        return prim.bind(as_operand(x), as_operand(y))
+    op.__name__ = op.__qualname__ = prim.name
+    return op
 
 
 lgamma, digamma, erf_inv, erfc = map(_unary, (_S.lgamma_p, _S.digamma_p, _S.erf_inv_p,
@@ -20,7 +29,7 @@ polygamma, zeta = map(_binary, (_S.polygamma_p, _S.zeta_p))
 igamma, igammac, igamma_grad_a = map(_binary, (_S.igamma_p, _S.igammac_p, _S.igamma_grad_a_p))
 
 
-def betainc(a, b, x):
+def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     """The regularized incomplete beta function I_x(a, b)."""
     return _S.betainc_p.bind(as_operand(a), as_operand(b), as_operand(x))
 
