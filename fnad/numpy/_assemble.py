@@ -19,7 +19,7 @@ from ._nonzero import concrete_or_raise, concrete_value, sized_positions
 from . import _elementwise as E
 from ._products import diag
 from ._shapes import (broadcast_to, concatenate, moveaxis, ravel, reshape, take_range)
-from ..typing import ArrayLike
+from ..typing import Array, ArrayLike
 
 __all__ = ["append", "block", "delete", "diagflat", "insert", "trim_zeros"]
 
@@ -58,19 +58,19 @@ def _leaves(x):
     return [leaf for item in x for leaf in _leaves(item)] if isinstance(x, list) else [x]
 
 
-def block(arrays):
+def block(arrays: Any) -> Array:
     """An array assembled from nested lists of blocks: the innermost lists are joined
     along the last axis, the next ones out along the one before it, and so on. Every
     block is first given the result's number of dimensions, with ones in front."""
     depth = _depth(arrays)
     leaves = promote(*_leaves(arrays))
     ndim = max([depth] + [leaf.ndim for leaf in leaves])
-    leaves = iter(reshape(leaf, (1,) * (ndim - leaf.ndim) + tuple(leaf.shape))
+    blocks = iter(reshape(leaf, (1,) * (ndim - leaf.ndim) + tuple(leaf.shape))
                   for leaf in leaves)
 
     def assemble(x, level):
         if not isinstance(x, list):
-            return next(leaves)
+            return next(blocks)
         parts = [assemble(item, level + 1) for item in x]
         return concatenate(parts, ndim - depth + level) if len(parts) > 1 else parts[0]
     return assemble(arrays, 0)

@@ -279,7 +279,7 @@ def unary_inexact(prim: Any, name: str | None = None, doc: str | None = None
     """The library function binding a one-operand primitive that computes in floats:
     integer and bool operands are promoted first (JAX's rule), float and complex
     Arrays go straight to the primitive."""
-    def op(x):
+    def op(x: ArrayLike) -> Array:
         if not (type(x) is Array or isinstance(x, Tracer)) or x.dtype.kind not in "fc":
             x, = promote_inexact(x)
         return prim.bind(x)

@@ -12,7 +12,7 @@ from ._core import as_operand, astype, promote_inexact
 from ._elementwise import abs, floor, log10, power, where
 from ._shapes import (broadcast_arrays, broadcast_to, concatenate, moveaxis, reshape,
                       take_range)
-from ..typing import ArrayLike, DTypeLike
+from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
            "full_like", "arange", "linspace", "eye", "identity", "tri", "meshgrid",
@@ -150,14 +150,14 @@ def tri(N: Any, M: Any = None, k: int = 0, dtype: DTypeLike | None = None) -> Ar
     return Array(np.tri(N, M, k, dtype=_dtype(dtype)))
 
 
-def meshgrid(*xi, indexing="xy"):
-    xi = [as_operand(x) for x in xi]
-    n = len(xi)
-    shapes = [x.size for x in xi]
+def meshgrid(*xi: Any, indexing: str = "xy") -> list[Array]:
+    arrays = [as_operand(x) for x in xi]
+    n = len(arrays)
+    shapes = [x.size for x in arrays]
     if indexing == "xy" and n >= 2:
         shapes[0], shapes[1] = shapes[1], shapes[0]
     out = []
-    for i, x in enumerate(xi):
+    for i, x in enumerate(arrays):
         axis = i
         if indexing == "xy" and n >= 2 and i < 2:
             axis = 1 - i

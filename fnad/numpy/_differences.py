@@ -13,7 +13,7 @@ from ._nonzero import concrete_value
 from ._reductions import cumsum, sum as _sum
 from ._shapes import broadcast_to, concatenate, ravel, reshape, take_range
 from ._sorting import argsort, searchsorted
-from ..typing import ArrayLike
+from ..typing import Array, ArrayLike
 
 __all__ = ["diff", "ediff1d", "gradient", "trapezoid", "unwrap", "interp"]
 
@@ -153,7 +153,8 @@ def gradient(f: Any, *varargs: Any, axis: int | Sequence[int] | None = None,
     return out[0] if len(out) == 1 else out
 
 
-def trapezoid(y, x=None, dx=1.0, axis=-1):
+def trapezoid(y: ArrayLike, x: ArrayLike | None = None, dx: ArrayLike = 1.0, axis: int = -1
+             ) -> Array:
     """The integral of y by the trapezoidal rule, over coordinates x or step dx."""
     y, = promote_inexact(y)
     axis = normalize_axis(axis, y.ndim)

@@ -17,27 +17,27 @@ from ..primitives.dot import dot_general
 from ..primitives.reduce import reduce_sum
 from ._core import promote
 from ._products import Precision, diagonal, preferred_operands
-from ..typing import Array
+from ..typing import Array, DTypeLike
 
 _LETTERS = string.ascii_letters
 
 
-def einsum(subscripts, *operands, optimize="greedy", precision=None,
-           preferred_element_type=None):
+def einsum(subscripts: Any, *operands: Any, optimize: Any = "greedy", precision: Any = None,
+           preferred_element_type: DTypeLike | None = None) -> Array:
     """numpy.einsum (and its interleaved operand/sublist form). `optimize` is accepted
     for compatibility (the order is always greedy), `precision` as in dot (every
     setting computes in the operands' dtype); `preferred_element_type` is the dtype the
     operands are converted to, and so the result's."""
     if not isinstance(subscripts, str):
         subscripts, operands = _from_sublists(subscripts, *operands)
-    operands = promote(*operands) if operands else []
+    arrays = promote(*operands) if operands else []
     Precision.check(precision, "einsum")
     if preferred_element_type is not None:
-        operands = [preferred_operands(x, x, None, preferred_element_type, "einsum")[0]
-                    for x in operands]
-    inputs, output = _parse(subscripts, [x.ndim for x in operands])
-    sizes = _label_sizes(subscripts, inputs, operands)
-    terms = [_prepare(x, labels, sizes) for x, labels in zip(operands, inputs)]
+        arrays = [preferred_operands(x, x, None, preferred_element_type, "einsum")[0]
+                  for x in arrays]
+    inputs, output = _parse(subscripts, [x.ndim for x in arrays])
+    sizes = _label_sizes(subscripts, inputs, arrays)
+    terms = [_prepare(x, labels, sizes) for x, labels in zip(arrays, inputs)]
     terms = [_sum_private_labels(t, terms, output) for t in terms]
     while len(terms) > 1:
         i, j = _cheapest_pair(terms, output, sizes)
@@ -212,7 +212,8 @@ def _prepared_labels(labels, shape, sizes):
     return [lab for lab, n in zip(labels, shape) if not (n == 1 and sizes[lab] != 1)]
 
 
-def einsum_path(subscripts, *operands, optimize="greedy"):
+def einsum_path(subscripts: Any, *operands: Any, optimize: Any = "greedy"
+               ) -> tuple[list[Any], str]:
     """The pairwise contraction order fnad's einsum uses (greedy: the smallest
     intermediate first), as numpy reports it: (["einsum_path", (i, j), ...], a
     description). Only the operands' shapes are read."""
@@ -228,7 +229,8 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
     terms = [(None, _prepared_labels(labels, s, sizes)) for labels, s in zip(inputs, shapes)]
     terms = [(None, [lab for lab in t[1] if lab in set(output).union(
         *(u[1] for u in terms if u is not t))]) for t in terms]
-    path, largest = ["einsum_path"], 0
+    path: list[Any] = ["einsum_path"]
+    largest = 0
     if len(terms) == 1:
         path.append((0,))       # numpy's entry for a single operand's own reduction
     while len(terms) > 1:

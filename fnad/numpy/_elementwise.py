@@ -14,7 +14,7 @@ from ..typing import ArrayLike
 
 
 def _binary(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
-    def op(x, y):
+    def op(x: ArrayLike, y: ArrayLike) -> Array:
         if type(x) is Array and type(y) is Array and x._value.dtype == y._value.dtype:
             return prim.bind(x, y)
         return prim.bind(*promote_pair(x, y))
@@ -23,7 +23,7 @@ def _binary(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
 
 
 def _binary_inexact(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
-    def op(x, y):
+    def op(x: ArrayLike, y: ArrayLike) -> Array:
         x, y = promote_pair(x, y)
         if _dtype_kind(x.dtype) not in "fc":
             x, y = promote_inexact(x, y)
@@ -33,7 +33,7 @@ def _binary_inexact(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
 
 
 def _unary(prim: Any) -> Callable[[ArrayLike], Array]:
-    def op(x):
+    def op(x: ArrayLike) -> Array:
         return prim.bind(as_operand(x))
     op.__name__ = prim.name
     return op
@@ -73,7 +73,7 @@ def _ordered(prim: Any, on_complex: Callable[[Array, Array], Array]
     nothing for it."""
     real_op = _binary(prim)
 
-    def op(x, y):
+    def op(x: ArrayLike, y: ArrayLike) -> Array:
         try:
             return real_op(x, y)
         except DTypeError:
@@ -124,8 +124,8 @@ _ceil = _unary_inexact(E.ceil_p)
 isfinite = _unary(E.is_finite_p)
 
 
-def _keeps_integers(float_op):
-    def op(x):
+def _keeps_integers(float_op: Callable[[ArrayLike], Array]) -> Callable[[ArrayLike], Array]:
+    def op(x: ArrayLike) -> Array:
         x = as_operand(x)
         return x if _dtype_kind(x.dtype) in "biu" else float_op(x)
     op.__name__ = float_op.__name__
@@ -267,8 +267,8 @@ def logical_not(x: ArrayLike) -> Array:
     return E.not_p.bind(astype(x, np.bool_))
 
 
-def _logical(prim):
-    def op(x, y):
+def _logical(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
+    def op(x: ArrayLike, y: ArrayLike) -> Array:
         return prim.bind(*promote(astype(x, np.bool_), astype(y, np.bool_)))
     return op
 

@@ -12,14 +12,14 @@ from ._shapes import (broadcast_arrays, concatenate, reshape, moveaxis,
                       take_range, ravel)
 from ._reductions import sum as _sum
 from ._complex import conj
-from ..typing import Array, ArrayLike
+from ..typing import Array, ArrayLike, DTypeLike
 
 # what fnad.numpy exports from here (Precision and preferred_operands serve lax and einsum)
 __all__ = ["matmul", "dot", "tensordot", "vdot", "inner", "outer", "diagonal", "trace",
            "diag", "kron", "cross", "dot_general"]
 
 
-def _promoted(a, b):
+def _promoted(a: Any, b: Any) -> tuple[Array, Array]:
     a, b = promote(a, b)
     return a, b
 
@@ -49,7 +49,8 @@ class Precision(enum.Enum):
                                  f"one of {sorted(names)}, or a pair of them")
 
 
-def preferred_operands(a, b, precision, preferred_element_type, what):
+def preferred_operands(a: Array, b: Array, precision: Any,
+                       preferred_element_type: DTypeLike | None, what: str) -> tuple[Array, Array]:
     """(a, b) converted to `preferred_element_type`, so the product accumulates and
     returns in it (JAX's meaning: float16 operands with float32 accumulate in float32).
     A type narrower than the operands', or an integer type for floats, is an error:
@@ -70,7 +71,8 @@ def preferred_operands(a, b, precision, preferred_element_type, what):
     return astype(a, dtype), astype(b, dtype)
 
 
-def matmul(a, b, *, precision=None, preferred_element_type=None):
+def matmul(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+           preferred_element_type: DTypeLike | None = None) -> Array:
     a, b = preferred_operands(*_promoted(a, b), precision, preferred_element_type, "matmul")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: operands must not be scalars, got shapes "
@@ -139,7 +141,8 @@ def _squeezed(x, keep_stack):
     return reshape(x, tuple(shape))
 
 
-def dot(a, b, *, precision=None, preferred_element_type=None):
+def dot(a: ArrayLike, b: ArrayLike, *, precision: Any = None,
+        preferred_element_type: DTypeLike | None = None) -> Array:
     a, b = preferred_operands(*_promoted(a, b), precision, preferred_element_type, "dot")
     if a.ndim == 0 or b.ndim == 0:
         return a * b
@@ -151,7 +154,8 @@ def dot(a, b, *, precision=None, preferred_element_type=None):
     return tensordot(a, b, ((a.ndim - 1,), (b.ndim - 2,)))
 
 
-def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
+def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *, precision: Any = None,
+              preferred_element_type: DTypeLike | None = None) -> Array:
     a, b = preferred_operands(*_promoted(a, b), precision, preferred_element_type,
                               "tensordot")
     if isinstance(axes, (int, np.integer)):

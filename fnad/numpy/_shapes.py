@@ -108,7 +108,7 @@ def moveaxis(a: ArrayLike, source: Any, destination: Any) -> Array:
     return transpose(a, order)
 
 
-def expand_dims(a: ArrayLike, axis: int) -> Array:
+def expand_dims(a: ArrayLike, axis: int | Sequence[int]) -> Array:
     a = as_operand(a)
     axes = axis if isinstance(axis, (tuple, list)) else (axis,)
     out_ndim = a.ndim + len(axes)
@@ -162,7 +162,7 @@ def _atleast_3d(a):
 atleast_1d, atleast_2d, atleast_3d = _each(_atleast_1d), _each(_atleast_2d), _each(_atleast_3d)
 
 
-def concatenate(arrays, axis=0, dtype=None):
+def concatenate(arrays: Any, axis: int | None = 0, dtype: DTypeLike | None = None) -> Array:
     if isinstance(arrays, _Tracer) or type(arrays) is _Array or isinstance(arrays, np.ndarray):
         arrays = list(unstack(arrays))      # numpy iterates over the leading axis
     if not len(arrays):

@@ -17,7 +17,7 @@ from ._reductions import any as _any, cumsum, mean, sum as _sum
 from ._complex import conj, real, imag
 from ._shapes import (atleast_2d, broadcast_to, concatenate, expand_dims, reshape,
                       squeeze, transpose)
-from ..typing import ArrayLike, DTypeLike
+from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["quantile", "percentile", "nanquantile", "nanpercentile", "nanmedian", "cov",
            "corrcoef"]
@@ -203,8 +203,9 @@ def nanmedian(a: ArrayLike, axis: int | Sequence[int] | None = None, out: None =
                      None, True)
 
 
-def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=None,
-        dtype=None):
+def cov(m: ArrayLike, y: Any = None, rowvar: bool = True, bias: bool = False,
+        ddof: int | None = None, fweights: ArrayLike | None = None,
+        aweights: ArrayLike | None = None, dtype: DTypeLike | None = None) -> Array:
     """The covariance matrix of the variables in the rows (columns with rowvar=False)
     of m (and y), numpy's weighting by fweights (frequencies) and aweights."""
     m = as_operand(m)
@@ -232,7 +233,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
         w = aw if w is None else w * aw
     if w is None:
         avg = mean(x, 1)
-        fact = np.asarray(max(n - ddof, 0), x.dtype)
+        fact: Any = np.asarray(max(n - ddof, 0), x.dtype)
     else:
         w_sum = _sum(w)
         avg = _sum(x * w, 1) / w_sum

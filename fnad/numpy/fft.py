@@ -10,6 +10,7 @@ of the conjugate with the norm's direction swapped, as numpy defines them. Unlik
 numpy, an axis named twice is an error (as in JAX) rather than transformed twice.
 """
 import functools
+from typing import Sequence
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from ..primitives.fft import SWAPPED_NORM, FftType, fft_p
 from ._core import as_operand, astype, normalize_axis
 from ._creation import arange
 from ._shapes import concatenate, roll
+from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn",
            "ifftn", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq", "rfftfreq", "fftshift",
@@ -123,80 +125,88 @@ def _fftn(name, a, s, axes, norm, fft_type):
     return y if inverse is None else S.transpose(y, inverse)
 
 
-def _one_axis(n, axis):
+def _one_axis(n: int | None, axis: int) -> tuple[tuple[int] | None, tuple[int]]:
     return None if n is None else (n,), (axis,)
 
 
-def fft(a, n=None, axis=-1, norm=None):
+def fft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """The discrete Fourier transform along `axis`, of length n (cropped or
     zero-padded; by default the axis' length)."""
     return _fftn("fft", a, *_one_axis(n, axis), norm, FftType.FFT)
 
 
-def ifft(a, n=None, axis=-1, norm=None):
+def ifft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """The inverse of fft along `axis`."""
     return _fftn("ifft", a, *_one_axis(n, axis), norm, FftType.IFFT)
 
 
-def rfft(a, n=None, axis=-1, norm=None):
+def rfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """fft of a real signal, keeping the n // 2 + 1 frequencies that are not the
     conjugates of others."""
     return _fftn("rfft", a, *_one_axis(n, axis), norm, FftType.RFFT)
 
 
-def irfft(a, n=None, axis=-1, norm=None):
+def irfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """The real signal of length n (by default 2 (m - 1)) whose rfft is `a`."""
     return _fftn("irfft", a, *_one_axis(n, axis), norm, FftType.IRFFT)
 
 
-def fftn(a, s=None, axes=None, norm=None):
+def fftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+         norm: str | None = None) -> Array:
     """fft over several axes (all by default, or the last len(s)), of lengths s."""
     return _fftn("fftn", a, s, axes, norm, FftType.FFT)
 
 
-def ifftn(a, s=None, axes=None, norm=None):
+def ifftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: str | None = None) -> Array:
     """The inverse of fftn."""
     return _fftn("ifftn", a, s, axes, norm, FftType.IFFT)
 
 
-def rfftn(a, s=None, axes=None, norm=None):
+def rfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+          norm: str | None = None) -> Array:
     """rfft along the last of `axes`, then fft along the others."""
     return _fftn("rfftn", a, s, axes, norm, FftType.RFFT)
 
 
-def irfftn(a, s=None, axes=None, norm=None):
+def irfftn(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+           norm: str | None = None) -> Array:
     """The inverse of rfftn (the last axis' length 2 (m - 1) unless s says)."""
     return _fftn("irfftn", a, s, axes, norm, FftType.IRFFT)
 
 
-def fft2(a, s=None, axes=(-2, -1), norm=None):
+def fft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+         norm: str | None = None) -> Array:
     """fftn over the last two axes."""
     return _fftn("fft2", a, s, axes, norm, FftType.FFT)
 
 
-def ifft2(a, s=None, axes=(-2, -1), norm=None):
+def ifft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+          norm: str | None = None) -> Array:
     """ifftn over the last two axes."""
     return _fftn("ifft2", a, s, axes, norm, FftType.IFFT)
 
 
-def rfft2(a, s=None, axes=(-2, -1), norm=None):
+def rfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+          norm: str | None = None) -> Array:
     """rfftn over the last two axes."""
     return _fftn("rfft2", a, s, axes, norm, FftType.RFFT)
 
 
-def irfft2(a, s=None, axes=(-2, -1), norm=None):
+def irfft2(a: ArrayLike, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1),
+           norm: str | None = None) -> Array:
     """irfftn over the last two axes."""
     return _fftn("irfft2", a, s, axes, norm, FftType.IRFFT)
 
 
-def hfft(a, n=None, axis=-1, norm=None):
+def hfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """The real spectrum of a signal with Hermitian symmetry, given its first half."""
     a = _operand("hfft", a, FftType.IRFFT)
     return _fftn("hfft", conj_p.bind(a), *_one_axis(n, axis),
                  SWAPPED_NORM[_norm("hfft", norm)], FftType.IRFFT)
 
 
-def ihfft(a, n=None, axis=-1, norm=None):
+def ihfft(a: ArrayLike, n: int | None = None, axis: int = -1, norm: str | None = None) -> Array:
     """The inverse of hfft: the first half of the Hermitian spectrum of a real signal."""
     return conj_p.bind(_fftn("ihfft", a, *_one_axis(n, axis),
                              SWAPPED_NORM[_norm("ihfft", norm)], FftType.RFFT))
@@ -212,14 +222,14 @@ def _frequencies(k, n, d, dtype):
     return k / (as_operand(d) * n)
 
 
-def fftfreq(n, d=1.0, *, dtype=None):
+def fftfreq(n: int, d: float = 1.0, *, dtype: DTypeLike | None = None) -> Array:
     """The sample frequencies of fft(x, n): [0, 1, ..., -(n // 2), ..., -1] / (d n)."""
     n = int(n)
     k = concatenate([arange(0, (n - 1) // 2 + 1), arange(-(n // 2), 0)])
     return _frequencies(k, n, d, dtype)
 
 
-def rfftfreq(n, d=1.0, *, dtype=None):
+def rfftfreq(n: int, d: float = 1.0, *, dtype: DTypeLike | None = None) -> Array:
     """The sample frequencies of rfft(x, n): [0, 1, ..., n // 2] / (d n)."""
     n = int(n)
     return _frequencies(arange(0, n // 2 + 1), n, d, dtype)
@@ -234,11 +244,11 @@ def _shift(x, axes, sign):
     return x
 
 
-def fftshift(x, axes=None):
+def fftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """The zero frequency moved to the middle of each axis (all axes by default)."""
     return _shift(x, axes, 1)
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x: ArrayLike, axes: int | Sequence[int] | None = None) -> Array:
     """fftshift undone (they differ for odd lengths)."""
     return _shift(x, axes, -1)

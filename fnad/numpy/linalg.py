@@ -16,6 +16,7 @@ functions of it."""
 import collections
 import functools
 import math
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -35,6 +36,7 @@ from ._sorting import argsort
 from ._core import stack
 from . import _elementwise as E, _reductions as R
 from ._complex import conj, real
+from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "norm", "vector_norm",
            "matrix_norm", "matrix_power", "multi_dot", "matmul", "outer", "tensordot",
@@ -51,31 +53,31 @@ QRResult = collections.namedtuple("QRResult", ["Q", "R"])
 EigResult = collections.namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
 
 
-def _as_matrices(name, *arrays):
+def _as_matrices(name: str, *arrays: Any) -> list[Array]:
     """Operands promoted to one floating dtype that np.linalg supports."""
-    arrays = promote_inexact(*[as_operand(a) for a in arrays])
-    if arrays[0].dtype == np.float16:
+    operands = promote_inexact(*[as_operand(a) for a in arrays])
+    if operands[0].dtype == np.float16:
         raise DTypeError(f"{name}: float16 is not supported in linalg; use float32 or "
                          f"float64 (got operands of shapes "
-                         + ", ".join(str(tuple(a.shape)) for a in arrays) + ")")
-    return arrays
+                         + ", ".join(str(tuple(a.shape)) for a in operands) + ")")
+    return operands
 
 
-def _matrix(name, a):
+def _matrix(name: str, a: Array) -> Array:
     if a.ndim < 2:
         raise ShapeError(f"{name}: expected a matrix or a stack of matrices (at least "
                          f"2-d), got shape {tuple(a.shape)}")
     return a
 
 
-def _square(name, a):
+def _square(name: str, a: Array) -> Array:
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ShapeError(f"{name}: expected a square matrix or a stack of square matrices "
                          f"(shape (..., n, n)), got shape {tuple(a.shape)}")
     return a
 
 
-def solve(a, b):
+def solve(a: ArrayLike, b: ArrayLike) -> Array:
     """x with a @ x = b. As in numpy 2, b is a vector (n,) only when it is 1-d;
     otherwise it is a stack of matrices (..., n, k). Leading axes broadcast."""
     a, b = _as_matrices("solve", a, b)
@@ -83,7 +85,7 @@ def solve(a, b):
     n = a.shape[-1]
     vector = b.ndim == 1
     if vector:
-        b = S.reshape(b, (b.shape[0], 1))
+        b = cast(Array, S.reshape(b, (b.shape[0], 1)))
     if b.ndim < 2 or b.shape[-2] != n:
         raise ShapeError(f"solve: a has shape {tuple(a.shape)} but b has shape "
                          f"{tuple(b.shape) if not vector else (b.shape[0],)}: b needs "
@@ -93,7 +95,7 @@ def solve(a, b):
     return S.reshape(x, batch + (n,)) if vector else x
 
 
-def inv(a):
+def inv(a: ArrayLike) -> Array:
     """The inverse of each square matrix in a stack (..., n, n), as numpy.linalg.inv.
 
     Computed as solve(a, I), so its derivatives are solve's.
@@ -102,13 +104,13 @@ def inv(a):
     return L.inv(_square("inv", a))
 
 
-def det(a):
+def det(a: ArrayLike) -> Array:
     """The determinant of each square matrix in a stack (..., n, n), as numpy.linalg.det."""
     a, = _as_matrices("det", a)
     return L.det(_square("det", a))
 
 
-def slogdet(a, *, method=None):
+def slogdet(a: ArrayLike, *, method: str | None = None) -> Any:
     """SlogdetResult(sign, logabsdet), by LU factorization (method None or 'lu') or by
     QR ('qr', JAX's: |det| is the product of |diag R|, the sign that of diag R times
     det Q = +-1); the QR route's gradient is that of the QR factors."""
@@ -124,7 +126,7 @@ def slogdet(a, *, method=None):
     return SlogdetResult(E.sign(sign), R.sum(E.log(abs(diag)), axis=-1))
 
 
-def cholesky(a, *, upper=False, symmetrize_input=True):
+def cholesky(a: ArrayLike, *, upper: bool = False, symmetrize_input: bool = True) -> Array:
     """The lower (or upper) Cholesky factor. As in JAX, the input is symmetrized,
     (a + a^T) / 2, so its gradient is symmetric too."""
     a, = _as_matrices("cholesky", a)
@@ -139,7 +141,8 @@ def _sqrt_sum_squares(x, axis, keepdims):
     return E.sqrt(R.sum(squares, axis=axis, keepdims=keepdims))
 
 
-def vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (numpy's name)
+def vector_norm(x: ArrayLike, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
+                ord: Any = 2) -> Array:  # noqa: A002 (numpy's name)
     """The p-norm over `axis` (all axes when None, as one flat vector)."""
     x, = promote_inexact(as_operand(x))
     if axis is None:
@@ -162,7 +165,8 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):  # noqa: A002 (numpy's nam
     return R.sum(ax ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 
 
-def matrix_norm(x, ord="fro", keepdims=False, axis=(-2, -1)):  # noqa: A002
+def matrix_norm(x: ArrayLike, ord: Any = "fro", keepdims: bool = False,
+                axis: tuple[int, int] = (-2, -1)) -> Array:  # noqa: A002
     """Matrix norms over the two axes `axis`: 'fro', 1, -1, inf, -inf, and from the
     singular values 2 (the largest), -2 (the smallest) and 'nuc' (their sum)."""
     x, = promote_inexact(as_operand(x))
@@ -174,7 +178,8 @@ def matrix_norm(x, ord="fro", keepdims=False, axis=(-2, -1)):  # noqa: A002
         raise ValueError(f"norm: duplicate axes {tuple(axis)}")
     if ord in (2, -2, "nuc"):
         s = svdvals(moveaxis(x, (row, col), (-2, -1)))
-        out = {2: R.max, -2: R.min, "nuc": R.sum}[ord](s, axis=-1)
+        reduction: dict[Any, Callable[..., Array]] = {2: R.max, -2: R.min, "nuc": R.sum}
+        out = reduction[ord](s, axis=-1)
     elif ord is None or ord == "fro":
         out = _sqrt_sum_squares(x, (row, col), False)
     elif ord in (1, -1, math.inf, -math.inf):
@@ -190,7 +195,8 @@ def matrix_norm(x, ord="fro", keepdims=False, axis=(-2, -1)):  # noqa: A002
     return out
 
 
-def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
+def norm(x: ArrayLike, ord: Any = None, axis: int | tuple[int, ...] | None = None,
+         keepdims: bool = False) -> Array:  # noqa: A002
     """numpy.linalg.norm: a vector norm for one axis (or a 1-d x), a matrix norm for
     two axes (or a 2-d x); with ord and axis both None, the 2-norm of x flattened."""
     x, = promote_inexact(as_operand(x))
@@ -213,7 +219,7 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002
 
 # --------------------------------------------------------------------------- products
 
-def matrix_power(a, n):
+def matrix_power(a: ArrayLike, n: int) -> Array:
     """a @ a @ ... (n times), by repeated squaring; n < 0 powers the inverse."""
     a = _square("matrix_power", as_operand(a))
     if not isinstance(n, (int, np.integer)):
@@ -229,24 +235,25 @@ def matrix_power(a, n):
         n >>= 1
         if n:
             a = matmul(a, a)
-    return result
+    return cast(Array, result)      # (n > 0 here: the loop set it)
 
 
-def multi_dot(arrays, *, precision=None):
+def multi_dot(arrays: Sequence[ArrayLike], *, precision: Any = None) -> Array:
     """The chained product, left to right; a 1-d first (last) array is a row
     (column) vector, as in numpy."""
     arrays = list(arrays)
     if len(arrays) < 2:
         raise ValueError("multi_dot: needs at least two arrays")
-    out = arrays[0]
-    for b in arrays[1:]:
+    out = matmul(arrays[0], arrays[1], precision=precision)
+    for b in arrays[2:]:
         out = matmul(out, b, precision=precision)
     return out
 
 
 # --------------------------------------------------------------------------- decompositions
 
-def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index=None):
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
+        subset_by_index: tuple[int, int] | None = None) -> Any:
     """SVDResult(U, S, Vh) with a = U diag(S) Vh, S descending; S alone when compute_uv
     is False. hermitian: a is symmetric, and its eigendecomposition gives the factors
     (S = |eigenvalues|), as numpy does. subset_by_index (start, end), JAX's: only those
@@ -271,7 +278,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, subset_by_index
     return SVDResult(u, s, conj(matrix_transpose(u * expand_dims(signs, -2))))
 
 
-def svdvals(x):
+def svdvals(x: ArrayLike) -> Array:
     """The singular values, descending."""
     return svd(x, compute_uv=False)
 
@@ -282,7 +289,8 @@ def _uplo(name, UPLO):
     return UPLO == "L"
 
 
-def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803 (numpy's name)
+def eigh(a: ArrayLike, UPLO: str | None = None, symmetrize_input: bool = True
+        ) -> Any:  # noqa: N803 (numpy's name)
     """EighResult(eigenvalues ascending, eigenvectors as columns) of a symmetric a.
     With symmetrize_input (JAX's default) a is replaced by (a + a^T) / 2, so its
     gradient is symmetric; otherwise only the UPLO triangle is read, as numpy does."""
@@ -292,7 +300,7 @@ def eigh(a, UPLO=None, symmetrize_input=True):  # noqa: N803 (numpy's name)
     return EighResult(w, v)
 
 
-def eigvalsh(a, UPLO="L", symmetrize_input=True):  # noqa: N803
+def eigvalsh(a: ArrayLike, UPLO: str = "L", symmetrize_input: bool = True) -> Array:  # noqa: N803
     """The eigenvalues, ascending, of each Hermitian matrix in a stack, as numpy.linalg.eigvalsh.
 
     `symmetrize_input` (JAX's argument) averages a with its conjugate transpose first, so
@@ -301,7 +309,7 @@ def eigvalsh(a, UPLO="L", symmetrize_input=True):  # noqa: N803
     return eigh(a, UPLO, symmetrize_input).eigenvalues
 
 
-def qr(a, mode="reduced"):
+def qr(a: ArrayLike, mode: str = "reduced") -> Any:
     """QRResult(Q, R) with a = Q R. mode 'reduced': Q (..., m, k), R (..., k, n) with
     k = min(m, n); 'complete': Q (..., m, m), R (..., m, n); 'r': R alone (reduced)."""
     if mode not in ("reduced", "complete", "r"):
@@ -312,7 +320,7 @@ def qr(a, mode="reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
-def eig(a):
+def eig(a: ArrayLike) -> Any:
     """EigResult(eigenvalues, eigenvectors as columns) of a general square a, complex
     always (as JAX; numpy returns real arrays when every eigenvalue is real). Not
     differentiable: use eigh for symmetric matrices."""
@@ -323,7 +331,7 @@ def eig(a):
     return EigResult(w, v)
 
 
-def eigvals(a):
+def eigvals(a: ArrayLike) -> Array:
     """The eigenvalues of a general square a, complex."""
     a = _square("eigvals", as_operand(a))
     if a.dtype.kind != "c":
@@ -377,7 +385,8 @@ def _pinv_jvp(rtol, hermitian, primals, tangents):
     return p, dp
 
 
-def pinv(a, rtol=None, hermitian=False, *, rcond=None):
+def pinv(a: ArrayLike, rtol: Any = None, hermitian: bool = False, *,
+         rcond: ArrayLike | None = None) -> Array:
     """The Moore-Penrose pseudo-inverse from the SVD, dropping singular values at or
     below rtol * the largest (JAX's default rtol: 10 * max(m, n) * eps). rcond is the
     older name of rtol."""
@@ -395,7 +404,8 @@ def pinv(a, rtol=None, hermitian=False, *, rcond=None):
     return _pinv(a, rtol, bool(hermitian))
 
 
-def lstsq(a, b, rcond=None, *, numpy_resid=False):
+def lstsq(a: ArrayLike, b: ArrayLike, rcond: float | None = None, *, numpy_resid: bool = False
+         ) -> tuple[Array, Array, Array, Array]:
     """(x, residuals, rank, s): x minimizes |b - a x|_2, from the SVD, singular values
     below rcond * the largest counted as zero (default eps * max(m, n)). residuals are
     the squared column norms of b - a x; with numpy_resid, as numpy gives them: empty
@@ -429,7 +439,8 @@ def lstsq(a, b, rcond=None, *, numpy_resid=False):
     return x, resid, rank, s
 
 
-def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):  # noqa: N803 (numpy's name)
+def matrix_rank(M: ArrayLike, rtol: ArrayLike | None = None, *, hermitian: bool = False,
+                tol: ArrayLike | None = None) -> Array:  # noqa: N803 (numpy's name)
     """The number of singular values above tol (absolute) or rtol * the largest
     (default max(m, n) * eps); hermitian: M is symmetric, its singular values the
     |eigenvalues|. A 1-d or 0-d M has rank 1 unless all zero."""
@@ -445,7 +456,7 @@ def matrix_rank(M, rtol=None, *, hermitian=False, tol=None):  # noqa: N803 (nump
     return R.sum((s > expand_dims(tol, -1)).astype(np.int32), axis=-1)
 
 
-def cond(x, p=None):
+def cond(x: ArrayLike, p: Any = None) -> Array:
     """The condition number in the p-norm: for p None or 2 the ratio of the extreme
     singular values (-2: its reciprocal), otherwise norm(x, p) * norm(inv(x), p)."""
     x, = _as_matrices("cond", x)
@@ -460,7 +471,7 @@ def cond(x, p=None):
 
 # --------------------------------------------------------------------------- vectors, diagonals, tensors
 
-def cross(x1, x2, /, *, axis=-1):
+def cross(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1) -> Array:
     """The cross product of 3-vectors along `axis`; other axes broadcast."""
     x1, x2 = promote(as_operand(x1), as_operand(x2))
     for what, x in (("x1", x1), ("x2", x2)):
@@ -474,24 +485,25 @@ def cross(x1, x2, /, *, axis=-1):
     return moveaxis(out, -1, axis)
 
 
-def diagonal(x, /, *, offset=0):
+def diagonal(x: ArrayLike, /, *, offset: int = 0) -> Array:
     """The diagonals of the matrices in the last two axes."""
     return _diagonal_of(x, offset, -2, -1)
 
 
-def trace(x, /, *, offset=0, dtype=None):
+def trace(x: ArrayLike, /, *, offset: int = 0, dtype: DTypeLike | None = None) -> Array:
     """The sums of the diagonals of the matrices in the last two axes."""
     return R.sum(diagonal(x, offset=offset), axis=-1, dtype=dtype)
 
 
-def vecdot(x1, x2, /, *, axis=-1, precision=None, preferred_element_type=None):
+def vecdot(x1: ArrayLike, x2: ArrayLike, /, *, axis: int = -1, precision: Any = None,
+           preferred_element_type: DTypeLike | None = None) -> Array:
     """The dot product of the vectors along `axis`; other axes broadcast."""
-    x1, x2 = _preferred_operands(*promote(as_operand(x1), as_operand(x2)), precision,
-                                 preferred_element_type, "vecdot")
+    x1, x2 = promote(as_operand(x1), as_operand(x2))
+    x1, x2 = _preferred_operands(x1, x2, precision, preferred_element_type, "vecdot")
     return R.sum(conj(x1) * x2, axis=axis)     # numpy's vecdot conjugates x1
 
 
-def tensorinv(a, ind=2):
+def tensorinv(a: ArrayLike, ind: int = 2) -> Array:
     """The inverse of a seen as a matrix from its first `ind` axes to the others:
     tensordot(tensorinv(a, ind), a, ind) is the identity of a.shape[ind:]."""
     a, = _as_matrices("tensorinv", a)
@@ -505,7 +517,7 @@ def tensorinv(a, ind=2):
     return reshape(inv(reshape(a, (n, n))), cols + rows)
 
 
-def tensorsolve(a, b, axes=None):
+def tensorsolve(a: ArrayLike, b: ArrayLike, axes: Sequence[int] | None = None) -> Array:
     """x with tensordot(a, x, x.ndim) = b: x has shape a.shape[b.ndim:]. axes: the
     axes of a moved to the end first."""
     a, b = _as_matrices("tensorsolve", a, b)

@@ -9,6 +9,7 @@ Inputs that ONNX passes as tensors but that must be known to build the computati
 (shapes, axes, pads, k) are read with `static`, which refuses a traced value.
 """
 import math
+from typing import Any, Callable
 
 import numpy as np
 from onnx import helper, numpy_helper
@@ -55,6 +56,8 @@ def _unary(name, fn):
     OPERATORS[name] = lambda ctx, env, x: fn(x)
 
 
+# (the loops below reuse _fn for functions of one and two operands)
+_fn: Callable[..., Any]
 for _name, _fn in {
         "Neg": fnp.negative, "Abs": fnp.abs, "Exp": fnp.exp, "Log": fnp.log,
         "Sqrt": fnp.sqrt, "Reciprocal": fnp.reciprocal, "Sin": fnp.sin, "Cos": fnp.cos,
