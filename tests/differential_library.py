@@ -201,19 +201,20 @@ def _lax_conv(lib):
 
 LAX_LIBRARY = [
     call("lax", flax, "conv", [("nchw", [D((2, 3, 5, 6)), D((4, 3, 3, 2))])], (F32, F64),
-         adapt=_lax_conv, ref=lambda x, w: np_conv(x, w, (1, 2), ((1, 1), (0, 1))), tol=32),
+         adapt=_lax_conv, ref=lambda x, w: np_conv(x, w, (1, 2), ((1, 1), (0, 1))), tol=32,
+         scale="abs"),
     call("lax", flax, "conv_general_dilated", [("nchw", [D((1, 2, 6, 6)), D((3, 2, 2, 2))])],
-         (F32, F64), tol=32,
+         (F32, F64), tol=32, scale="abs",
          adapt=lambda lib: (lambda x, w: lib.conv_general_dilated(
              x, w, (2, 1), ((1, 0), (0, 1)), lhs_dilation=(1, 1), rhs_dilation=(2, 1))),
          ref=lambda x, w: np_conv(x, w, (2, 1), ((1, 0), (0, 1)), (1, 1), (2, 1))),
     call("lax", flax, "conv_with_general_padding",
-         [("nchw", [D((1, 2, 4, 4)), D((3, 2, 2, 2))])], (F32, F64), tol=32,
+         [("nchw", [D((1, 2, 4, 4)), D((3, 2, 2, 2))])], (F32, F64), tol=32, scale="abs",
          adapt=lambda lib: (lambda x, w: lib.conv_with_general_padding(
              x, w, (1, 1), ((1, 1), (0, 0)), (2, 1), (1, 1))),
          ref=lambda x, w: np_conv(x, w, (1, 1), ((1, 1), (0, 0)), (2, 1), (1, 1))),
     call("lax", flax, "conv_transpose", [("nhwc", [D((1, 3, 3, 2)), D((2, 2, 2, 4))])],
-         (F32, F64), tol=32,
+         (F32, F64), tol=32, scale="abs",
          adapt=lambda lib: (lambda x, w: lib.conv_transpose(
              x, w, (2, 2), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))),
          ref=lambda x, w: _conv_transpose_nhwc((w, 0.0), x)),
