@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..dtypes import bfloat16, kind_of as dtype_kind
+from ..dtypes import bfloat16, kind_of as dtype_kind, moment_dtype
 from ..abstract import ShapedArray
 from ..core import Primitive
 from ..errors import ShapeError, DTypeError
@@ -116,9 +116,16 @@ def _product_of_others(x, axes):
     return S.transpose(others, tuple(np.argsort(perm)))
 
 
+def _prod_impl(x, axes):
+    # 16-bit floats multiply in float32 and round once (a bfloat16 running product
+    # drifts by an ulp per factor), as sums and the GPU's kernel do
+    return np.multiply.reduce(x, axis=axes, dtype=moment_dtype(x.dtype)).astype(
+        x.dtype, copy=False)
+
+
 reduce_prod_p = axes_reduction(
     "reduce_prod",
-    impl=lambda x, axes: np.multiply.reduce(x, axis=axes, dtype=x.dtype),
+    impl=_prod_impl,
     jvp=lambda primals, tangents, axes: (
         reduce_prod(primals[0], axes),
         reduce_sum(tangents[0] * _product_of_others(primals[0], axes), axes)),
