@@ -172,7 +172,10 @@ def run_scan(args, body, num_consts, num_carry, length, reverse, compiled, empty
         outs = run(*consts, *carry, *[x[i] for x in xs])
         carry = outs[:num_carry]
         for y, o in zip(ys, outs[num_carry:]):
-            y[i] = o
+            if len(o.shape):
+                y[i] = o
+            else:       # (a 0-d device array is no element value: write a 1-slice)
+                y[i:i + 1] = o.reshape((1,))
     return carry + ys
 
 
