@@ -4,33 +4,36 @@ its entries through a constant index matrix, so they are differentiable in that 
 and map over its leading axes; the others are constants of a size."""
 import math
 
+from typing import Any
+
 import numpy as np
 
 from .. import dtypes
 from ..errors import ShapeError
 from .. import numpy as jnp
+from ..typing import Array, ArrayLike, DTypeLike
 
 
-def _vector(name, a):
+def _vector(name: str, a: Any) -> Array:
     a = jnp.asarray(a)
     if a.ndim == 0:
         raise ShapeError(f"{name}: expected an array with at least one axis, got a scalar")
     return a
 
 
-def _common_lead(*vectors):
+def _common_lead(*vectors: Array) -> list[Array]:
     """The vectors with their leading axes broadcast together and one dtype."""
     lead = np.broadcast_shapes(*[tuple(v.shape[:-1]) for v in vectors])
     dtype = jnp.result_type(*vectors)
     return [jnp.broadcast_to(v, lead + tuple(v.shape[-1:])).astype(dtype) for v in vectors]
 
 
-def _from(values, index):
+def _from(values: Array, index: Any) -> Array:
     """values[..., index]: a matrix of entries of the last axis of values."""
     return jnp.take(values, np.asarray(index), axis=-1)
 
 
-def _padded(a, *constants):
+def _padded(a: Array, *constants: Any) -> Array:
     """[0, constants..., a...] along the last axis: index 0 reads a zero, 1... the
     constants, and len(constants) + 1 + k reads a[..., k]."""
     lead = tuple(a.shape[:-1])
@@ -38,7 +41,7 @@ def _padded(a, *constants):
     return jnp.concatenate(heads + [a], axis=-1)
 
 
-def toeplitz(c, r=None):
+def toeplitz(c: ArrayLike, r: ArrayLike | None = None) -> Array:
     """T[i, j] = c[i - j] below the diagonal, r[j - i] above it (r defaults to conj(c));
     c[0] is the diagonal."""
     c = _vector("toeplitz", c)
@@ -50,7 +53,7 @@ def toeplitz(c, r=None):
     return _from(values, m - 1 - i + j)
 
 
-def hankel(c, r=None):
+def hankel(c: ArrayLike, r: ArrayLike | None = None) -> Array:
     """H[i, j] = c[i + j] while i + j < len(c), then r[i + j - len(c) + 1]; r (default
     zeros) gives the last row, its first entry ignored."""
     c = _vector("hankel", c)
@@ -61,7 +64,7 @@ def hankel(c, r=None):
     return _from(jnp.concatenate([c, r[..., 1:]], axis=-1), i + j)
 
 
-def circulant(c):
+def circulant(c: ArrayLike) -> Array:
     """C[i, j] = c[(i - j) mod n]: c is the first column."""
     c = _vector("circulant", c)
     n = c.shape[-1]
@@ -69,7 +72,7 @@ def circulant(c):
     return _from(c, (i - j) % n)
 
 
-def companion(a):
+def companion(a: ArrayLike) -> Array:
     """The companion matrix of the polynomial with coefficients a (highest first):
     first row -a[1:] / a[0], ones below the diagonal."""
     a = _vector("companion", a)
@@ -83,13 +86,13 @@ def companion(a):
     return _from(_padded(row, 1), index)
 
 
-def fiedler(a):
+def fiedler(a: ArrayLike) -> Array:
     """F[i, j] = |a[i] - a[j]|."""
     a = _vector("fiedler", a)
     return jnp.abs(a[..., :, None] - a[..., None, :])
 
 
-def fiedler_companion(a):
+def fiedler_companion(a: ArrayLike) -> Array:
     """Fiedler's (2003) pentadiagonal companion matrix of the polynomial a (highest
     coefficient first): the same eigenvalues as companion(a)."""
     a = _vector("fiedler_companion", a)
@@ -108,7 +111,7 @@ def fiedler_companion(a):
     return _from(_padded(c, 1), index)
 
 
-def leslie(f, s):
+def leslie(f: ArrayLike, s: ArrayLike) -> Array:
     """The Leslie matrix: fecundities f in the first row, survival rates s below the
     diagonal (len(s) = len(f) - 1)."""
     f, s = _vector("leslie", f), _vector("leslie", s)
@@ -122,7 +125,7 @@ def leslie(f, s):
     return _from(_padded(jnp.concatenate([f, s], axis=-1)), index)
 
 
-def convolution_matrix(a, n, mode="full"):
+def convolution_matrix(a: ArrayLike, n: int, mode: str = 'full') -> Array:
     """A with A @ v = np.convolve(a, v, mode) for every v of length n."""
     a = _vector("convolution_matrix", a)
     if mode not in ("full", "same", "valid"):
@@ -145,7 +148,7 @@ def convolution_matrix(a, n, mode="full"):
 
 # --------------------------------------------------------------------------- constants
 
-def dft(n, scale=None, *, dtype=None):
+def dft(n: int, scale: Any = None, *, dtype: DTypeLike | None = None) -> Array:
     """W[j, k] = exp(-2 pi i j k / n), divided by sqrt(n) (scale 'sqrtn') or n ('n')."""
     if scale not in (None, "sqrtn", "n"):
         raise ValueError(f"dft: scale must be None, 'sqrtn' or 'n', got {scale!r}")
@@ -155,7 +158,7 @@ def dft(n, scale=None, *, dtype=None):
     return jnp.asarray(w, dtype=dtype if dtype is not None else dtypes.default_complex())
 
 
-def hadamard(n, dtype=int):
+def hadamard(n: int, dtype: DTypeLike = int) -> Array:
     """Sylvester's Hadamard matrix of order n, a power of 2."""
     if n < 1 or n & (n - 1):
         raise ValueError(f"hadamard: n must be a positive power of 2, got {n}")
@@ -165,7 +168,7 @@ def hadamard(n, dtype=int):
     return jnp.asarray(h, dtype=dtypes.default_int() if dtype is int else dtype)
 
 
-def helmert(n, full=False):
+def helmert(n: int, full: bool = False) -> Array:
     """The Helmert matrix: (n - 1) x n rows orthonormal and orthogonal to the ones
     vector, with the normalized ones vector first when full."""
     h = np.tril(np.ones((n, n)), -1) - np.diag(np.arange(n))
@@ -175,13 +178,13 @@ def helmert(n, full=False):
     return jnp.asarray(h if full else h[1:], dtype=dtypes.default_float())
 
 
-def hilbert(n):
+def hilbert(n: int) -> Array:
     """H[i, j] = 1 / (i + j + 1)."""
     i, j = np.indices((n, n))
     return jnp.asarray(1.0 / (i + j + 1), dtype=dtypes.default_float())
 
 
-def invhilbert(n):
+def invhilbert(n: int) -> Array:
     """The inverse of hilbert(n), from its closed form (integers, exact below n = 14;
     floats here)."""
     out = np.empty((n, n))
@@ -191,7 +194,7 @@ def invhilbert(n):
     return jnp.asarray(out, dtype=dtypes.default_float())
 
 
-def pascal(n, kind="symmetric"):
+def pascal(n: int, kind: str = 'symmetric') -> Array:
     """Binomial coefficients: 'symmetric' C(i + j, i), 'lower' C(i, j), 'upper' C(j, i)."""
     if kind == "symmetric":
         table = [[math.comb(a + b, a) for b in range(n)] for a in range(n)]
@@ -203,7 +206,7 @@ def pascal(n, kind="symmetric"):
     return jnp.asarray(out.T if kind == "upper" else out, dtype=dtypes.default_int())
 
 
-def invpascal(n, kind="symmetric"):
+def invpascal(n: int, kind: str = 'symmetric') -> Array:
     """The inverse of pascal(n, kind), integers: lower (-1)^(i+j) C(i, j); symmetric
     invL^T invL, since pascal(n) = L L^T."""
     if kind not in ("symmetric", "lower", "upper"):

@@ -11,6 +11,8 @@ matrix that is not positive definite (cholesky) or singular (solve, inv) raises
 numpy.linalg.LinAlgError eagerly."""
 import math
 
+from typing import Any, Callable
+
 import numpy as np
 
 from ..array import Array
@@ -21,6 +23,7 @@ from ..primitives import nonsymmetric as N
 from ..lax import stop_gradient
 from ..numpy import linalg as nla
 from .. import numpy as jnp
+from ..typing import ArrayLike
 
 from ._matrices import (  # noqa: F401
     toeplitz, hankel, circulant, companion, fiedler, fiedler_companion, leslie,
@@ -35,24 +38,24 @@ __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "lu", "lu_
            "funm"]
 
 
-def _floats(name, *arrays):
-    arrays = [jnp.asarray(a) for a in arrays]
-    out = np.dtype(jnp.result_type(*arrays))
+def _floats(name: str, *arrays: Any) -> list[Array]:
+    values = [jnp.asarray(a) for a in arrays]
+    out = np.dtype(jnp.result_type(*values))
     if out.kind != "f":
         out = np.dtype(jnp.promote_types(out, jnp.float32))
     if out == np.float16:
         raise TypeError(f"{name}: float16 is not supported in linalg; use float32 or float64")
-    return [a.astype(out) for a in arrays]
+    return [a.astype(out) for a in values]
 
 
-def _matrix(name, a, square=True):
+def _matrix(name: str, a: Array, square: bool = True) -> Array:
     if a.ndim < 2 or (square and a.shape[-1] != a.shape[-2]):
         what = "a square matrix (..., n, n)" if square else "a matrix (..., m, n)"
         raise ShapeError(f"{name}: expected {what}, got shape {tuple(a.shape)}")
     return a
 
 
-def _rhs(name, a, b):
+def _rhs(name: str, a: Array, b: Array) -> tuple[Array, Array, bool]:
     """b as a stack of matrices with a's leading axes broadcast against its own, and
     whether it was a vector (of a.shape[-1] entries, or a stack of them)."""
     n = a.shape[-1]
@@ -68,13 +71,14 @@ def _rhs(name, a, b):
     return a, b, vector
 
 
-def _unvector(x, vector):
+def _unvector(x: Array, vector: bool) -> Array:
     return x[..., 0] if vector else x
 
 
 # --------------------------------------------------------------------------- cholesky
 
-def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
+def cholesky(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True) -> Array:
     """The Cholesky factor, reading only the `lower` (or upper) triangle of a:
     a = L L^H (lower) or U^H U."""
     a, = _floats("cholesky", a)
@@ -86,12 +90,14 @@ def cholesky(a, lower=False, overwrite_a=False, check_finite=True):
     return jnp.conj(jnp.matrix_transpose(factor))
 
 
-def cho_factor(a, lower=False, overwrite_a=False, check_finite=True):
+def cho_factor(a: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Array, bool]:
     """(c, lower) for cho_solve; c's other triangle holds zeros (scipy's, garbage)."""
     return cholesky(a, lower=lower), lower
 
 
-def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
+def cho_solve(c_and_lower: tuple[ArrayLike, bool], b: ArrayLike, overwrite_b: bool = False,
+              check_finite: bool = True) -> Array:
     """x with a x = b, from cho_factor's (c, lower)."""
     c, lower = c_and_lower
     c, b = _floats("cho_solve", c, b)
@@ -110,8 +116,9 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True):
 _TRANS = {0: False, "N": False, 1: True, "T": True, 2: True, "C": True}
 
 
-def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     debug=None, check_finite=True):
+def solve_triangular(a: ArrayLike, b: ArrayLike, trans: int | str = 0, lower: bool = False,
+                     unit_diagonal: bool = False, overwrite_b: bool = False,
+                     debug: ArrayLike | None = None, check_finite: bool = True) -> Array:
     """x with op(a) x = b, op(a) = a (trans 0 or 'N') or a^T (1, 'T', 2, 'C'), reading
     only the lower (or upper) triangle of a, and not its diagonal if unit_diagonal."""
     if trans not in _TRANS:
@@ -134,7 +141,8 @@ def _permutation_matrix(permutation, dtype):
     return (jnp.expand_dims(permutation, -1) == jnp.arange(m, dtype=np.int32)).astype(dtype)
 
 
-def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
+def lu(a: ArrayLike, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True
+      ) -> Any:
     """(p, l, u) with a = p l u, p a permutation matrix, l unit lower (m x k) and u
     upper (k x n), k = min(m, n); with permute_l, (p l, u)."""
     a, = _floats("lu", a)
@@ -149,7 +157,8 @@ def lu(a, permute_l=False, overwrite_a=False, check_finite=True):
     return p, lower, upper
 
 
-def lu_factor(a, overwrite_a=False, check_finite=True):
+def lu_factor(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True
+             ) -> tuple[Array, Array]:
     """(lu, piv) as LAPACK's getrf: both factors in one array, and zero-based int32
     pivots (row i was swapped with row piv[i])."""
     a, = _floats("lu_factor", a)
@@ -157,7 +166,8 @@ def lu_factor(a, overwrite_a=False, check_finite=True):
     return factors, pivots
 
 
-def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True):
+def lu_solve(lu_and_piv: tuple[ArrayLike, ArrayLike], b: ArrayLike, trans: int | str = 0,
+             overwrite_b: bool = False, check_finite: bool = True) -> Array:
     """x with a x = b (trans 0), a^T x = b (1) or a^H x = b (2), from lu_factor's
     (lu, piv)."""
     factors, pivots = lu_and_piv
@@ -212,7 +222,8 @@ def _pade13(a):
     return nla.solve(v - u, v + u)
 
 
-def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803 (scipy's name)
+def expm(A: ArrayLike, *, upper_triangular: bool = False, max_squarings: int = 16
+        ) -> Array:  # noqa: N803 (scipy's name)
     """The matrix exponential of each matrix in A's last two axes. A matrix whose norm
     needs more than max_squarings squarings gives NaN, as in JAX. upper_triangular is
     JAX's speed hint and changes no result here."""
@@ -241,7 +252,8 @@ def expm(A, *, upper_triangular=False, max_squarings=16):  # noqa: N803 (scipy's
     return jnp.where(steps > max_squarings, np.nan, r).astype(A.dtype)
 
 
-def expm_frechet(A, E, *, method=None, compute_expm=True):  # noqa: N803 (scipy's names)
+def expm_frechet(A: ArrayLike, E: ArrayLike, *, method: str | None = None,
+                 compute_expm: bool = True) -> Any:  # noqa: N803 (scipy's names)
     """The Frechet derivative L(A, E) of expm at A in direction E, with expm(A) first
     when compute_expm: the upper right block of expm([[A, E], [0, A]]) (Higham 2008,
     "Functions of Matrices", thm. 3.6), whose top left block is expm(A)."""
@@ -260,7 +272,8 @@ def expm_frechet(A, E, *, method=None, compute_expm=True):  # noqa: N803 (scipy'
     return (big[..., :n, :n], frechet) if compute_expm else frechet
 
 
-def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
+def polar(a: ArrayLike, side: str = 'right', *, method: str | None = 'qdwh',
+          eps: float | None = None, max_iterations: int | None = None) -> tuple[Array, Array]:
     """(u, p): a = u p (side 'right') or p u ('left'), u with orthonormal columns (rows)
     and p symmetric positive semidefinite. Computed from the SVD whichever method is
     named (JAX's 'qdwh' iteration converges to the same factors)."""
@@ -278,7 +291,8 @@ def polar(a, side="right", *, method="qdwh", eps=None, max_iterations=None):
     return unitary, p
 
 
-def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):  # noqa: N803 (scipy's names)
+def solve_sylvester(A: ArrayLike, B: ArrayLike, C: ArrayLike, *, method: str | None = 'schur',
+                    tol: float = 1e-08) -> Array:  # noqa: N803 (scipy's names)
     """X with A X + X B = C, as one linear system in X's n m entries:
     (A kron I_m + I_n kron B^T) vec(X) = vec(C) (row-major vec). Its cost grows as
     (n m)^3, fine for the small matrices this is for. Singular when A and -B share an
@@ -296,8 +310,9 @@ def solve_sylvester(A, B, C, *, method="schur", tol=1e-8):  # noqa: N803 (scipy'
     return jnp.reshape(nla.solve(system, jnp.reshape(C, (n * m,))), (n, m))
 
 
-def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a=False,
-                overwrite_c=False):
+def qr_multiply(a: ArrayLike, c: ArrayLike, mode: str = 'right', pivoting: bool = False,
+                conjugate: bool = False, overwrite_a: bool = False, overwrite_c: bool = False
+               ) -> tuple[Array, Array]:
     """(c Q, R) for mode 'right' or (Q c, R) for 'left', Q and R of a's economic QR."""
     if mode not in ("right", "left"):
         raise ValueError(f"qr_multiply: mode must be 'right' or 'left', got {mode!r}")
@@ -313,8 +328,9 @@ def qr_multiply(a, c, mode="right", pivoting=False, conjugate=False, overwrite_a
     return (out if not vector else jnp.reshape(out, (-1,))), r
 
 
-def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
-                     tol=None, key=None):
+def eigh_tridiagonal(d: ArrayLike, e: ArrayLike, *, eigvals_only: bool = False, select: str = 'a',
+                     select_range: Any = None, tol: float | None = None, key: ArrayLike | None = None
+                    ) -> Any:
     """The eigenvalues (and eigenvectors unless eigvals_only) of the symmetric
     tridiagonal matrix with diagonal d and off-diagonal e, ascending; select 'i' keeps
     those of indices select_range = (lo, hi), inclusive."""
@@ -337,27 +353,29 @@ def eigh_tridiagonal(d, e, *, eigvals_only=False, select="a", select_range=None,
 # --------------------------------------------------------------------------- general matrices
 # (no derivatives: see fnad.primitives.nonsymmetric)
 
-def schur(a, output="real"):
+def schur(a: ArrayLike, output: str = 'real') -> tuple[Array, Array]:
     """(T, Z) with a = Z T Z^T: T quasi upper triangular (output 'real', 2x2 blocks for
     complex conjugate eigenvalues) or upper triangular and complex ('complex')."""
     a, = _floats("schur", a)
     return N.schur(_matrix("schur", a), output=output)
 
 
-def rsf2csf(T, Z, check_finite=True):  # noqa: N803 (scipy's names)
+def rsf2csf(T: ArrayLike, Z: ArrayLike, check_finite: bool = True
+           ) -> tuple[Array, Array]:  # noqa: N803 (scipy's names)
     """The complex Schur form (T, Z) of a real one."""
     T, Z = _floats("rsf2csf", T, Z)
     return N.rsf2csf(T, Z)
 
 
-def hessenberg(a, calc_q=False, overwrite_a=False, check_finite=True):
+def hessenberg(a: ArrayLike, calc_q: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> Any:
     """H (and Q with calc_q) with a = Q H Q^T, H upper Hessenberg."""
     a, = _floats("hessenberg", a)
     h, q = N.hessenberg(_matrix("hessenberg", a))
     return (h, q) if calc_q else h
 
 
-def sqrtm(A, blocksize=1):  # noqa: N803 (scipy's name)
+def sqrtm(A: ArrayLike, blocksize: int = 1) -> Array:  # noqa: N803 (scipy's name)
     """The principal square root X (X @ X = A) of a real square matrix, complex as in
     JAX, by the Schur method (Bjorck & Hammarling 1983). blocksize is scipy's tuning
     knob and changes nothing here."""
@@ -365,7 +383,8 @@ def sqrtm(A, blocksize=1):  # noqa: N803 (scipy's name)
     return N.sqrtm(_matrix("sqrtm", A))
 
 
-def funm(A, func, disp=True):  # noqa: N803 (scipy's name)
+def funm(A: ArrayLike, func: Callable[..., Any], disp: bool = True
+        ) -> Any:  # noqa: N803 (scipy's name)
     """func(A) for a real square A, func applied to the eigenvalues on the diagonal of
     A's complex Schur form (an fnad function of an array), the rest by Parlett's
     recurrence; complex as in JAX. With disp False, (F, errest), errest scipy's
@@ -389,20 +408,21 @@ def funm(A, func, disp=True):  # noqa: N803 (scipy's name)
 
 # --------------------------------------------------------------------------- the rest
 
-def det(a, overwrite_a=False, check_finite=True):
+def det(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """The determinant of a square matrix, as scipy.linalg.det; `overwrite_a` and
     `check_finite` are accepted for compatibility and have no effect (arrays are immutable)."""
     return nla.det(a)
 
 
-def inv(a, overwrite_a=False, check_finite=True):
+def inv(a: ArrayLike, overwrite_a: bool = False, check_finite: bool = True) -> Array:
     """The inverse of a square matrix, as scipy.linalg.inv; `overwrite_a` and `check_finite`
     are accepted for compatibility and have no effect."""
     return nla.inv(a)
 
 
-def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
-          check_finite=True, assume_a="gen"):
+def solve(a: ArrayLike, b: ArrayLike, lower: bool = False, overwrite_a: bool = False,
+          overwrite_b: bool = False, debug: bool = False, check_finite: bool = True,
+          assume_a: str = 'gen') -> Array:
     """x with a x = b. assume_a 'gen' uses LU; 'sym'/'her' too (a is read whole);
     'pos' uses the Cholesky factor of the `lower` (or upper) triangle."""
     if assume_a not in ("gen", "sym", "her", "pos"):
@@ -415,9 +435,9 @@ def solve(a, b, lower=False, overwrite_a=False, overwrite_b=False, debug=False,
     return _unvector(L.solve(a, b), vector)
 
 
-def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False,
-         overwrite_b=False, turbo=True, eigvals=None, type=1,  # noqa: A002 (scipy's name)
-         check_finite=True):
+def eigh(a: ArrayLike, b: ArrayLike | None = None, lower: bool = True, eigvals_only: bool = False,
+         overwrite_a: bool = False, overwrite_b: bool = False, turbo: bool = True,
+         eigvals: Any = None, type: int = 1, check_finite: bool = True) -> Any:
     """(w, v) of a symmetric a, reading its `lower` (or upper) triangle; w alone with
     eigvals_only. The generalized problem (b) is not supported."""
     if b is not None or eigvals is not None or type != 1:
@@ -428,14 +448,15 @@ def eigh(a, b=None, lower=True, eigvals_only=False, overwrite_a=False,
     return w if eigvals_only else (w, v)
 
 
-def svd(a, full_matrices=True, compute_uv=True, overwrite_a=False, check_finite=True,
-        lapack_driver="gesdd"):
+def svd(a: ArrayLike, full_matrices: bool = True, compute_uv: bool = True,
+        overwrite_a: bool = False, check_finite: bool = True, lapack_driver: str = 'gesdd') -> Any:
     """(U, s, Vh), or s alone when compute_uv is False."""
     out = nla.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
     return tuple(out) if compute_uv else out
 
 
-def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_finite=True):
+def qr(a: ArrayLike, overwrite_a: bool = False, lwork: int | None = None, mode: str = 'full',
+       pivoting: bool = False, check_finite: bool = True) -> tuple[Array, ...]:
     """(Q, R) with mode 'full' (Q m x m) or 'economic' (Q m x k); (R,) for mode 'r'."""
     if pivoting:
         raise ValueError("qr: pivoting=True (column-pivoted QR) is not supported")
@@ -446,20 +467,20 @@ def qr(a, overwrite_a=False, lwork=None, mode="full", pivoting=False, check_fini
     return (out,) if mode == "r" else tuple(out)
 
 
-def block_diag(*arrs):
+def block_diag(*arrs: ArrayLike) -> Array:
     """The matrices (1-d arrays are rows, scalars 1 x 1) laid along the diagonal of one
     matrix, zeros elsewhere."""
     if not arrs:
         return jnp.zeros((1, 0))
-    arrs = [jnp.atleast_2d(jnp.asarray(a)) for a in arrs]
-    for a in arrs:
+    matrices = [jnp.atleast_2d(jnp.asarray(a)) for a in arrs]
+    for a in matrices:
         if a.ndim != 2:
             raise ShapeError(f"block_diag: arguments must have at most 2 dimensions, got "
                              f"shape {tuple(a.shape)}")
-    dtype = jnp.result_type(*arrs)
-    width = math.fsum(a.shape[1] for a in arrs)
+    dtype = jnp.result_type(*matrices)
+    width = math.fsum(a.shape[1] for a in matrices)
     rows, left = [], 0
-    for a in arrs:
+    for a in matrices:
         right = int(width) - left - a.shape[1]
         rows.append(jnp.pad(a.astype(dtype), ((0, 0), (left, right))))
         left += a.shape[1]

@@ -2,6 +2,7 @@
 values: poles, NaN and domain edges included). The special functions themselves are
 primitives of fnad/primitives/special.py; what is here is the algebra around them."""
 import math
+from typing import Any, Sequence, cast
 from fractions import Fraction
 
 import numpy as np
@@ -13,6 +14,7 @@ from ..primitives.elementwise import erf_p, logistic_p
 from ..numpy._core import promote_inexact
 from ..numpy._core import unary_inexact as _unary_inexact
 from ..numpy._special import i0
+from ..typing import Array, ArrayLike
 
 _SQRT_HALF = math.sqrt(0.5)
 
@@ -22,7 +24,7 @@ _SQRT_HALF = math.sqrt(0.5)
 gammaln = _unary_inexact(S.lgamma_p, "gammaln", doc="""log |Gamma(x)|.""")
 
 
-def gammasgn(x):
+def gammasgn(x: ArrayLike) -> Array:
     """The sign of Gamma(x): +1 for x > 0 and +0, -1 for -0, (-1)^ceil(-x) between the
     poles, NaN at the poles and -inf."""
     x, = promote_inexact(x)
@@ -36,7 +38,7 @@ def gammasgn(x):
 gamma = _unary_inexact(S.gamma_p, "gamma", doc="The gamma function (scipy.special.gamma).")
 
 
-def loggamma(x):
+def loggamma(x: ArrayLike) -> Array:
     """log Gamma(x) of a real x: NaN where Gamma is negative or undefined (x < 0), as
     scipy's for real input."""
     x, = promote_inexact(x)
@@ -50,17 +52,17 @@ Gamma(x) (scipy.special.digamma; psi is the same function).""")
 psi = digamma
 
 
-def polygamma(n, x):
+def polygamma(n: ArrayLike, x: ArrayLike) -> Array:
     """The n-th derivative of digamma; n a nonnegative integer (NaN otherwise)."""
     n, x = promote_inexact(n, x)
     return S.polygamma_p.bind(n, x)
 
 
-def multigammaln(a, d):
+def multigammaln(a: ArrayLike, d: int) -> Array:
     """The log of the multivariate gamma function of dimension d (a static int)."""
     d = _static_int(d, "multigammaln", "d")
     a, = promote_inexact(a)
-    total = d * (d - 1) / 4 * math.log(math.pi)
+    total: Any = d * (d - 1) / 4 * math.log(math.pi)
     for j in range(d):
         total = total + gammaln(a - j / 2)
     return total
@@ -74,7 +76,7 @@ def _static_int(value, name, arg):
     return int(value)
 
 
-def betaln(a, b):
+def betaln(a: ArrayLike, b: ArrayLike) -> Array:
     """log |B(a, b)|: lgamma of the smaller argument plus _log_gamma_ratio of the larger,
     so that two huge log-gammas never cancel (betaln(1e10, 1) keeps all its digits)."""
     a, b = promote_inexact(a, b)
@@ -106,7 +108,7 @@ def _stirling_correction(x):
                                                                          - inv2 / 1188))))
 
 
-def beta(a, b):
+def beta(a: ArrayLike, b: ArrayLike) -> Array:
     """The beta function B(a, b) = Gamma(a) Gamma(b) / Gamma(a + b), as scipy.special.beta
     (computed from betaln, so large arguments do not overflow in between)."""
     a, b = promote_inexact(a, b)
@@ -114,25 +116,25 @@ def beta(a, b):
     return sign * fnp.exp(betaln(a, b))
 
 
-def betainc(a, b, x):
+def betainc(a: ArrayLike, b: ArrayLike, x: ArrayLike) -> Array:
     """The regularized incomplete beta function I_x(a, b)."""
     a, b, x = promote_inexact(a, b, x)
     return S.betainc_p.bind(a, b, x)
 
 
-def gammainc(a, x):
+def gammainc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized lower incomplete gamma function P(a, x)."""
     a, x = promote_inexact(a, x)
     return S.igamma_p.bind(a, x)
 
 
-def gammaincc(a, x):
+def gammaincc(a: ArrayLike, x: ArrayLike) -> Array:
     """The regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x)."""
     a, x = promote_inexact(a, x)
     return S.igammac_p.bind(a, x)
 
 
-def factorial(n, exact=False):
+def factorial(n: ArrayLike, exact: bool = False) -> Array:
     """Gamma(n + 1), 0 for n < 0 (scipy's, for real n)."""
     if exact:
         raise ValueError("factorial: exact=True is not supported (as in JAX); the result "
@@ -141,7 +143,7 @@ def factorial(n, exact=False):
     return fnp.where(n < 0, 0.0, gamma(n + 1)).astype(n.dtype)
 
 
-def comb(N, k, *, exact=False, repetition=False):
+def comb(N: ArrayLike, k: ArrayLike, *, exact: bool = False, repetition: bool = False) -> Array:
     """The number of combinations of N things taken k at a time, through log-gammas; 0
     outside 0 <= k <= N."""
     if exact:
@@ -155,7 +157,7 @@ def comb(N, k, *, exact=False, repetition=False):
     return fnp.where(inside, value, 0.0).astype(N.dtype)
 
 
-def poch(z, m):
+def poch(z: ArrayLike, m: ArrayLike) -> Array:
     """The rising factorial Gamma(z + m) / Gamma(z)."""
     z, m = promote_inexact(z, m)
     sign = gammasgn(z + m) * gammasgn(z)
@@ -163,7 +165,7 @@ def poch(z, m):
     return fnp.where(m == 0, 1.0, value).astype(z.dtype)
 
 
-def zeta(x, q=None):
+def zeta(x: ArrayLike, q: ArrayLike | None = None) -> Array:
     """The Hurwitz zeta function sum_k (q + k)^-x; Riemann's when q is None."""
     if q is None:
         x, = promote_inexact(x)
@@ -193,32 +195,32 @@ dawsn = _unary_inexact(S.dawsn_p, "dawsn",
                        doc="""Dawson's integral exp(-x^2) int_0^x exp(t^2) dt.""")
 
 
-def sici(x):
+def sici(x: ArrayLike) -> tuple[Array, Array]:
     """(Si(x), Ci(x)): the sine integral int_0^x sin t / t dt and the cosine integral
     gamma + log|x| + int_0^|x| (cos t - 1) / t dt."""
     x, = promote_inexact(x)
     return S.si_p.bind(x), S.ci_p.bind(x)
 
 
-def fresnel(x):
+def fresnel(x: ArrayLike) -> tuple[Array, Array]:
     """(S(x), C(x)) = int_0^x (sin, cos)(pi t^2 / 2) dt."""
     x, = promote_inexact(x)
     return S.fresnel_s_p.bind(x), S.fresnel_c_p.bind(x)
 
 
-def ndtr(x):
+def ndtr(x: ArrayLike) -> Array:
     """The standard normal CDF, 0.5 erfc(-x / sqrt 2): accurate in the left tail."""
     x, = promote_inexact(x)
     return 0.5 * erfc(-_SQRT_HALF * x)
 
 
-def ndtri(p):
+def ndtri(p: ArrayLike) -> Array:
     """The standard normal quantile, inverse of ndtr."""
     p, = promote_inexact(p)
     return S.ndtri_p.bind(p)
 
 
-def log_ndtr(x, series_order=3):
+def log_ndtr(x: ArrayLike, series_order: int = 3) -> Array:
     """log ndtr(x): log1p(-ndtr(-x)) on the right, log(erfcx(-x/sqrt 2) / 2) - x^2/2 on
     the left, so that neither tail underflows. series_order is checked as JAX checks it
     (an int in [0, 30]), but no asymptotic series is used: erfcx is exact to an ulp or
@@ -239,14 +241,14 @@ def log_ndtr(x, series_order=3):
 
 # --------------------------------------------------------------------------- logs and entropies
 
-def xlogy(x, y):
+def xlogy(x: ArrayLike, y: ArrayLike) -> Array:
     """x log y, +0 where x = 0 (JAX's: also for a NaN y, where scipy gives NaN). Its
     derivative in x is log y also at x = 0."""
     x, y = promote_inexact(x, y)
     return _times_log(x, y, fnp.log, (y > 0) & (y < np.inf), 1.0)
 
 
-def xlog1py(x, y):
+def xlog1py(x: ArrayLike, y: ArrayLike) -> Array:
     """x log1p(y), +0 where x = 0."""
     x, y = promote_inexact(x, y)
     return _times_log(x, y, fnp.log1p, (y > -1) & (y < np.inf), 0.0)
@@ -262,7 +264,7 @@ def _times_log(x, y, log, finite, neutral):
     return fnp.where(zero, (x + 1) * logs - logs, x * logs)
 
 
-def entr(x):
+def entr(x: ArrayLike) -> Array:
     """-x log x; 0 at 0, -inf for x < 0."""
     x, = promote_inexact(x)
     positive = x > 0
@@ -271,7 +273,7 @@ def entr(x):
     return fnp.where(positive | (x != x), -x * fnp.log(safe), edge)
 
 
-def rel_entr(p, q):
+def rel_entr(p: ArrayLike, q: ArrayLike) -> Array:
     """p log(p / q) for p, q > 0; 0 where p = 0 <= q; inf otherwise."""
     p, q = promote_inexact(p, q)
     both = (p > 0) & (q > 0)
@@ -283,7 +285,7 @@ def rel_entr(p, q):
     return fnp.where(nan, p + q, fnp.where(both, value, edge))
 
 
-def kl_div(p, q):
+def kl_div(p: ArrayLike, q: ArrayLike) -> Array:
     """p log(p / q) - p + q for p, q > 0; q where p = 0 <= q; inf otherwise."""
     p, q = promote_inexact(p, q)
     both = (p > 0) & (q > 0)
@@ -291,13 +293,13 @@ def kl_div(p, q):
                      fnp.where((p == 0) & (q >= 0), q, np.inf).astype(q.dtype))
 
 
-def boxcox(x, lmbda):
+def boxcox(x: ArrayLike, lmbda: ArrayLike) -> Array:
     """(x^lmbda - 1) / lmbda, log x at lmbda = 0."""
     x, lmbda = promote_inexact(x, lmbda)
     return _boxcox(fnp.log(x), lmbda)
 
 
-def boxcox1p(x, lmbda):
+def boxcox1p(x: ArrayLike, lmbda: ArrayLike) -> Array:
     """((1 + x)^lmbda - 1) / lmbda, log1p x at lmbda = 0."""
     x, lmbda = promote_inexact(x, lmbda)
     return _boxcox(fnp.log1p(x), lmbda)
@@ -320,7 +322,7 @@ expi = _unary_inexact(S.expi_p, "expi",
                       doc="""The exponential integral Ei(x) (principal value).""")
 
 
-def expn(n, x):
+def expn(n: ArrayLike, x: ArrayLike) -> Array:
     """E_n(x) = int_1^inf e^(-x t) / t^n dt, n a nonnegative integer (truncated)."""
     n, x = promote_inexact(n, x)
     return S.expn_p.bind(n, x)
@@ -330,12 +332,12 @@ spence = _unary_inexact(S.spence_p, "spence", doc="""The dilogarithm as scipy de
 int_1^x log t / (1 - t) dt (x >= 0).""")
 
 
-def bernoulli(n):
+def bernoulli(n: int) -> Array:
     """The Bernoulli numbers B_0 ... B_n (B_1 = -1/2), as float64 computed exactly with
     fractions (n a static int)."""
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"bernoulli: n must be a nonnegative Python int, got {n!r}")
-    numbers = [Fraction(1)]
+    numbers: list[Any] = [Fraction(1)]
     for m in range(1, int(n) + 1):
         # sum_{k<m} C(m + 1, k) B_k + (m + 1) B_m = 0
         numbers.append(-sum(math.comb(m + 1, k) * b for k, b in enumerate(numbers)) / (m + 1))
@@ -352,7 +354,7 @@ i1e = _unary_inexact(S.bessel_i1e_p, "i1e", doc="""exp(-|x|) I1(x), the exponent
 modified Bessel function of order 1 (scipy.special.i1e).""")
 
 
-def i1(x):
+def i1(x: ArrayLike) -> Array:
     """The modified Bessel function of the first kind of order 1, as scipy.special.i1."""
     x, = promote_inexact(x)
     return S.bessel_i1e_p.bind(x) * fnp.exp(fnp.abs(x))
@@ -360,14 +362,16 @@ def i1(x):
 
 # --------------------------------------------------------------------------- softmax family
 
-def logsumexp(a, axis=None, b=None, keepdims=False, return_sign=False, where=None):
+def logsumexp(a: ArrayLike, axis: int | Sequence[int] | None = None, b: ArrayLike | None = None,
+              keepdims: bool = False, return_sign: bool = False, where: ArrayLike | None = None
+             ) -> Any:
     """log |sum(b * exp(a))|, shifted by the maximum so large inputs do not overflow;
     with return_sign, also the sign of the sum (which may then be negative)."""
     a, = promote_inexact(a)
     if b is not None:
         a, b = promote_inexact(a, b)
     if where is not None:
-        a = fnp.where(where, a, -np.inf).astype(a.dtype)
+        a = cast(Array, fnp.where(where, a, -np.inf).astype(a.dtype))
     # The shift cancels mathematically, so it needs no derivative; a non-finite max
     # (all -inf) is replaced by 0 so the shift itself never makes NaNs.
     m = stop_gradient(fnp.max(a, axis=axis, keepdims=True))
@@ -393,13 +397,13 @@ expit = _unary_inexact(logistic_p, "expit", doc="""The logistic sigmoid 1 / (1 +
 (scipy.special.expit).""")
 
 
-def logit(x):
+def logit(x: ArrayLike) -> Array:
     """log(x / (1 - x)), the inverse of expit, as scipy.special.logit."""
     x, = promote_inexact(x)
     return fnp.log(x) - fnp.log1p(-x)
 
 
-def softmax(x, axis=-1):
+def softmax(x: ArrayLike, axis: int | Sequence[int] | None = -1) -> Array:
     """exp(x) / sum(exp(x)) along `axis`, as scipy.special.softmax (and JAX's).
 
     The maximum is subtracted first, so large inputs do not overflow.
@@ -414,7 +418,7 @@ def softmax(x, axis=-1):
     return e / fnp.sum(e, axis=axis, keepdims=True)
 
 
-def log_softmax(x, axis=-1):
+def log_softmax(x: ArrayLike, axis: int | Sequence[int] | None = -1) -> Array:
     """x - logsumexp(x) along `axis`, as scipy.special.log_softmax, without overflow."""
     x, = promote_inexact(x)
     shifted = x - stop_gradient(fnp.max(x, axis=axis, keepdims=True))

@@ -1,16 +1,19 @@
 """Statistics of samples (rather than distributions)."""
 import collections
+from typing import Any
 
 from ... import numpy as fnp
 from ...lax import cummax, cummin
 from ._util import promote
+from ...typing import Array, ArrayLike
 
 _RANK_METHODS = ("average", "min", "max", "dense", "ordinal")
 
 ModeResult = collections.namedtuple("ModeResult", ["mode", "count"])
 
 
-def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
+def sem(a: ArrayLike, axis: int | None = 0, ddof: int = 1, nan_policy: str = "propagate", *,
+        keepdims: bool = False) -> Array:
     """The standard error of the mean: std(a, ddof) / sqrt(n) along axis (all of a for
     axis=None)."""
     if nan_policy != "propagate":
@@ -24,7 +27,8 @@ def sem(a, axis=0, ddof=1, nan_policy="propagate", *, keepdims=False):
         fnp.asarray(n, a.dtype))
 
 
-def rankdata(a, method="average", *, axis=None, nan_policy="propagate"):
+def rankdata(a: ArrayLike, method: str = "average", *, axis: int | None = None,
+             nan_policy: str = "propagate") -> Array:
     """Ranks from 1, ties by `method` ('average', 'min', 'max', 'dense', 'ordinal');
     along `axis`, or of the flattened array for axis=None. A NaN makes its whole slice
     NaN (nan_policy='propagate'). Ranks are floats for 'average', integers otherwise."""
@@ -67,7 +71,8 @@ def _tie_bounds(ordered, same):
     return position, new, first_of_tie, last_of_tie
 
 
-def mode(a, axis=0, nan_policy="propagate", keepdims=False):
+def mode(a: ArrayLike, axis: int | None = 0, nan_policy: str = "propagate", keepdims: bool = False
+        ) -> Any:
     """ModeResult(mode, count): the most frequent value along axis (the smallest of
     equally frequent ones) and how often it occurs. NaNs count as one value (scipy's
     'propagate')."""
