@@ -35,6 +35,7 @@ floor(n / count); those are not seen this epoch, a different few each epoch)::
 """
 import queue
 import threading
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -44,10 +45,12 @@ from . import dtypes
 from . import random as fnad_random
 from .errors import ShapeError
 from .tree_util import tree_flatten, tree_unflatten
+from .typing import PyTree
 
 
-def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0, shard=None,
-            pad_shards=True):
+def batches(data: PyTree, batch_size: int, key: Any = None, *, drop_last: bool = False,
+            prefetch: int = 0, shard: tuple[int, int] | None = None, pad_shards: bool = True
+           ) -> "Batches":
     """An iterator over mini-batches of `data` (one pass).
 
     data:       an array or a pytree of arrays, all with the same leading axis length.
@@ -91,7 +94,8 @@ def batches(data, batch_size, key=None, *, drop_last=False, prefetch=0, shard=No
     return Batches(arrays, places, treedef, order, bounds, prefetch)
 
 
-def shard_indices(order, shard, pad=True):
+def shard_indices(order: Sequence[int] | np.ndarray, shard: tuple[int, int], pad: bool = True
+                 ) -> Any:
     """Shard `index` of `count` of the example order `order` (DistributedSampler's
     rule: padded or truncated to a multiple of count, then every count-th entry)."""
     index, count = _check_shard(shard)
@@ -117,7 +121,7 @@ def _check_shard(shard):
     return index, count
 
 
-def num_batches(num_examples, batch_size, drop_last=False):
+def num_batches(num_examples: int, batch_size: int, drop_last: bool = False) -> int:
     """How many batches `batches` yields for num_examples examples."""
     num_examples = _check_count(num_examples, "num_batches", "num_examples", 0)
     batch_size = _check_count(batch_size, "num_batches", "batch_size", 1)

@@ -12,6 +12,7 @@ iteration. The optimizer never removes or reorders it.
 """
 import pdb
 import sys
+from typing import Any, Callable
 
 import numpy as np
 
@@ -45,7 +46,8 @@ def _split_leaves(tree):
     return [leaves[i] for i in positions], rebuild
 
 
-def callback(callback, *args, ordered=False, **kwargs):
+def callback(callback: Callable[..., Any], *args: Any, ordered: bool = False, **kwargs: Any
+            ) -> None:
     """Call `callback(*args, **kwargs)` with the arrays of the pytrees `args` and
     `kwargs` as numpy values, when they are computed; returns None. Under jit the call
     happens at every run of the compiled function. (Every callback runs in program
@@ -62,7 +64,7 @@ def callback(callback, *args, ordered=False, **kwargs):
         callback, "__name__", type(callback).__name__)))
 
 
-def print(fmt, *args, ordered=False, **kwargs):
+def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
     """Print `fmt.format(*args, **kwargs)` with the arrays' values, under any transform
     (one line per example under vmap). Arrays format as numpy arrays do."""
     if not isinstance(fmt, str):
@@ -75,7 +77,7 @@ def print(fmt, *args, ordered=False, **kwargs):
     callback(show, *args, **kwargs)
 
 
-def breakpoint(*, ordered=False, **kwargs):
+def breakpoint(*, ordered: bool = False, **kwargs: Any) -> None:
     """Stop in pdb when the values exist, with the caller's arrays (their numpy values)
     and its other local variables in scope; `c` continues. Under jit this happens at
     every call of the compiled function, under vmap once per example."""
@@ -94,8 +96,8 @@ def breakpoint(*, ordered=False, **kwargs):
     callback(stop, *[scope[n] for n in names])
 
 
-def pure_callback(callback, result_shape_dtypes, *args, sharding=None,
-                  vmap_method=None, **kwargs):
+def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args: Any,
+                  sharding: Any = None, vmap_method: str | None = None, **kwargs: Any) -> Any:
     """callback(*args, **kwargs) computed on the host with numpy values, returning
     arrays of the shapes and dtypes `result_shape_dtypes` declares (a pytree of
     ShapeDtypeStruct or arrays); usable under jit. The function must be pure: fnad may

@@ -29,6 +29,7 @@ written with fnad.io.save are atomic, so the last completed one stays loadable.
 """
 import sys
 import traceback
+from typing import Any, Callable
 
 from .errors import FnadError
 from .kernels import mpi
@@ -39,7 +40,7 @@ class DistributedError(FnadError, RuntimeError):
     """fnad.distributed used before initialize(), or without mpi4py."""
 
 
-_state = {"comm": None, "hook": None}
+_state: dict[str, Any] = {"comm": None, "hook": None}
 
 
 def _import_mpi():
@@ -53,7 +54,7 @@ def _import_mpi():
     return MPI
 
 
-def initialize(comm=None, *, abort_on_error=True):
+def initialize(comm: Any = None, *, abort_on_error: bool = True) -> None:
     """Join the MPI job: `comm` (an mpi4py communicator) or MPI.COMM_WORLD. With
     abort_on_error (the default), an uncaught exception in this process names the
     rank and the error on stderr and aborts the whole job. Calling it again with the
@@ -80,29 +81,29 @@ def _abort_job(kind, error, tb):
     comm.Abort(1)
 
 
-def is_initialized():
+def is_initialized() -> bool:
     """Whether initialize() has been called in this process."""
     return _state["comm"] is not None
 
 
-def communicator():
+def communicator() -> Any:
     """The MPI communicator initialize() joined."""
     if _state["comm"] is None:
         raise DistributedError("fnad.distributed.initialize() has not been called")
     return _state["comm"]
 
 
-def process_index():
+def process_index() -> int:
     """This process's rank (0 to process_count() - 1)."""
     return communicator().Get_rank()
 
 
-def process_count():
+def process_count() -> int:
     """The number of processes in the job."""
     return communicator().Get_size()
 
 
-def shard_map(f, axis_name):
+def shard_map(f: Callable[..., Any], axis_name: Any) -> Callable[..., Any]:
     """f run once per process, with `axis_name` bound to the process axis: each
     process passes its own inputs (its shard) and gets its own outputs, and the
     collectives f calls over `axis_name` combine all processes' values. Composes with
@@ -116,11 +117,11 @@ def shard_map(f, axis_name):
         with bind_axis(AxisFrame(axis_name, comm.Get_size(), comm)):
             return f(*args, **kwargs)
     mapped.__name__ = f"shard_map({getattr(f, '__name__', 'f')})"
-    mapped.__wrapped__ = f
+    mapped.__wrapped__ = f  # type: ignore[attr-defined]  # (functools.wraps' attribute)
     return mapped
 
 
-def mpi_call_counts():
+def mpi_call_counts() -> Any:
     """The MPI calls this process's collectives have made so far, by MPI function
     ({'Allreduce': 12, ...}): a whole pytree psum-ed at once is one Allreduce per dtype."""
     return dict(mpi.mpi_calls)

@@ -13,6 +13,7 @@ inline; otherwise the Graphviz DOT text, whose first line says how to get the SV
 """
 import shutil
 import subprocess
+from typing import Any, Callable, Sequence
 
 from .backends.fusion import Group, partition
 from .program import ClosedProgram, Literal, Program
@@ -52,7 +53,7 @@ class Picture(str):
         return path
 
 
-def draw(fun, static_argnums=()):
+def draw(fun: Callable[..., Any], static_argnums: int | Sequence[int] = ()) -> Callable[..., Any]:
     """draw(fun)(*args) -> Picture of the Program jit stages for these arguments."""
     def drawn(*args, **kwargs):
         closed = make_jaxpr(fun, static_argnums)(*args, **kwargs)
@@ -78,7 +79,8 @@ def render_svg(dot):
         return done.stdout
 
 
-def to_dot(closed, name="function"):
+def to_dot(closed: ClosedProgram | Program, name: str = "function"
+           ) -> tuple[str, int, int]:
     """(DOT text, number of top-level equations, number of fused groups) of a
     ClosedProgram (or Program)."""
     program = closed.program if isinstance(closed, ClosedProgram) else closed

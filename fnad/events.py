@@ -9,13 +9,14 @@ what was recorded.
 import logging
 import threading
 import time
+from typing import Any
 
 logger = logging.getLogger("fnad")
 
 # The events of the active profile, or None when no profiler is active. Each event is a
 # Chrome trace-event "complete" event: (name, category, start ns, duration ns, thread
 # id, args dict or None). A list's append is atomic, so threads record without a lock.
-recording = None
+recording: list[Any] | None = None
 
 # Thread id -> the thread's name, taken when the thread records its first event: a
 # background compile thread has ended (and left threading.enumerate()) by the time

@@ -19,6 +19,7 @@ named by its path: its position and kind in each enclosing combinator, e.g.
 """
 import contextvars
 import functools
+from typing import Any, Callable
 
 from . import debug
 from .transforms.custom import custom_vjp
@@ -46,7 +47,7 @@ def _hooked_bwd(fn, _, cotangent):
 _hooked.defvjp(_hooked_fwd, _hooked_bwd)
 
 
-def grad_hook(x, fn):
+def grad_hook(x: Any, fn: Callable[..., Any]) -> Any:
     """x itself (a pytree of arrays); in reverse mode the cotangent reaching x's uses
     is `fn(cotangent)` (a pytree like x), or the cotangent unchanged when fn returns
     None. Forward mode (jvp) passes tangents through untouched."""
@@ -55,7 +56,7 @@ def grad_hook(x, fn):
     return _hooked(fn, x)
 
 
-def observe_grad(x, fn):
+def observe_grad(x: Any, fn: Callable[..., Any]) -> Any:
     """x itself; in reverse mode fn(cotangent) is called with the cotangent's numpy
     value(s) when it is computed, under every transform (fnad.debug.callback)."""
     return grad_hook(x, lambda cotangent: debug.callback(fn, cotangent))
@@ -73,7 +74,7 @@ def active_interceptor():
     return _active.get()
 
 
-def layer_name(apply_fn):
+def layer_name(apply_fn: Callable[..., Any]) -> str:
     """The kind of layer an apply_fn belongs to: the function that made it (Dense,
     serial, relu, ...)."""
     qualname = getattr(apply_fn, "__qualname__", None) or type(apply_fn).__name__
@@ -95,7 +96,7 @@ def call_layer(index, kind, apply, params, inputs):
     return interceptor(path, run, params, inputs)
 
 
-def intercept(apply_fn, interceptor):
+def intercept(apply_fn: Callable[..., Any], interceptor: Callable[..., Any]) -> Callable[..., Any]:
     """apply_fn, but every child layer of its serial/parallel combinators (at any
     depth) is applied as ``interceptor(path, apply, params, inputs)``: `apply(params,
     inputs)` runs the child (and its own children, intercepted too) and the
@@ -112,7 +113,7 @@ def intercept(apply_fn, interceptor):
     return intercepted
 
 
-def forward_hook(apply_fn, fn):
+def forward_hook(apply_fn: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
     """apply_fn with fn(path, inputs, outputs) called after each child layer; a return
     value other than None replaces that layer's outputs."""
     def interceptor(path, apply, params, inputs):
@@ -122,7 +123,7 @@ def forward_hook(apply_fn, fn):
     return intercept(apply_fn, interceptor)
 
 
-def capture_activations(apply_fn):
+def capture_activations(apply_fn: Callable[..., Any]) -> Callable[..., Any]:
     """apply_fn returning (outputs, {path: that layer's outputs}) for every child
     layer: returned values, so it works under jit too (where the dict comes back with
     its keys sorted, as pytrees flatten dicts)."""

@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from typing import Any, Callable, Iterator
 
 from . import events
 
@@ -31,10 +32,11 @@ __all__ = ["trace", "start_trace", "stop_trace", "summary", "TraceAnnotation",
            "StepTraceAnnotation", "annotate_function", "last_trace"]
 
 _lock = threading.Lock()
-_state = {"log_dir": None, "path": None, "events": None}
+_state: dict[str, Any] = {"log_dir": None, "path": None, "events": None}
 
 
-def start_trace(log_dir, create_perfetto_link=False, create_perfetto_trace=False):
+def start_trace(log_dir: str | os.PathLike[str], create_perfetto_link: bool = False,
+                create_perfetto_trace: bool = False) -> None:
     """Start recording; stop_trace() writes the trace into `log_dir` (made if needed)."""
     del create_perfetto_link, create_perfetto_trace     # (JAX's options: no server here)
     with _lock:
@@ -47,7 +49,7 @@ def start_trace(log_dir, create_perfetto_link=False, create_perfetto_trace=False
         events.recording = []
 
 
-def stop_trace():
+def stop_trace() -> Any:
     """Stop recording and write the trace file; returns its path."""
     with _lock:
         recorded = events.recording
@@ -64,7 +66,8 @@ def stop_trace():
 
 
 @contextlib.contextmanager
-def trace(log_dir, create_perfetto_link=False, create_perfetto_trace=False):
+def trace(log_dir: str | os.PathLike[str], create_perfetto_link: bool = False,
+          create_perfetto_trace: bool = False) -> Iterator[None]:
     """with trace(log_dir): record the block (see the module's docstring)."""
     start_trace(log_dir)
     try:
@@ -73,7 +76,7 @@ def trace(log_dir, create_perfetto_link=False, create_perfetto_trace=False):
         stop_trace()
 
 
-def last_trace():
+def last_trace() -> Any:
     """The path of the trace file the last trace wrote, or None."""
     return _state["path"]
 
@@ -101,7 +104,7 @@ def trace_events(recorded):
     return {"traceEvents": out, "displayTimeUnit": "ms"}
 
 
-def summary(top=15, category="kernel", file=None):
+def summary(top: int = 15, category: str = "kernel", file: Any = None) -> Any:
     """Print the `top` kernels (or events of `category`) of the last trace (or of the
     one being recorded) by total time: calls, total and mean ms, share of all. Returns
     the rows as (name, calls, total seconds)."""
@@ -141,7 +144,8 @@ class StepTraceAnnotation(TraceAnnotation):
         self.category = "step"
 
 
-def annotate_function(func, name=None, **kwargs):
+def annotate_function(func: Callable[..., Any], name: str | None = None, **kwargs: Any
+                     ) -> Callable[..., Any]:
     """func, recorded as one event per call while a trace is active."""
     label = name or getattr(func, "__qualname__", getattr(func, "__name__", "function"))
 

@@ -2,6 +2,7 @@
 Complex values are perturbed along random complex directions, and cotangents pair with
 tangents as Re(ct * t) (JAX's convention, no conjugate)."""
 import numpy as np
+from typing import Any, Callable, Sequence
 
 from .numpy import asarray
 from .tree_util import tree_flatten, tree_unflatten
@@ -57,7 +58,8 @@ def _check_close(what, actual, expected, atol, rtol):
                 f"{err:.3g} (atol={atol}, rtol={rtol})\nautodiff:\n{a}\nnumerical:\n{e}")
 
 
-def check_jvp(f, args, *, atol, rtol, eps, rng):
+def check_jvp(f: Callable[..., Any], args: Sequence[Any], *, atol: float, rtol: float, eps: float,
+              rng: np.random.Generator) -> None:
     """Check f's forward-mode derivative: jvp(f) along random tangents must match central
     finite differences (in float64) within atol/rtol."""
     flat, tree = tree_flatten(tuple(args))
@@ -69,7 +71,8 @@ def check_jvp(f, args, *, atol, rtol, eps, rng):
     _check_close("jvp", tree_flatten(t_out)[0], expected, atol, rtol)
 
 
-def check_vjp(f, args, *, atol, rtol, eps, rng):
+def check_vjp(f: Callable[..., Any], args: Sequence[Any], *, atol: float, rtol: float, eps: float,
+              rng: np.random.Generator) -> None:
     """<vjp(ct), t> must equal <ct, jvp(t)>, with the jvp taken numerically."""
     flat, tree = tree_flatten(tuple(args))
     flat = [np.asarray(x) for x in flat]
@@ -88,8 +91,9 @@ def check_vjp(f, args, *, atol, rtol, eps, rng):
                              f" but <ct, (f(x+eps t) - f(x-eps t))/2eps> = {rhs:.8g}")
 
 
-def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None,
-                seed=0):
+def check_grads(f: Callable[..., Any], args: Sequence[Any], order: int,
+                modes: Sequence[str] = ("fwd", "rev"), atol: float | None = None,
+                rtol: float | None = None, eps: float | None = None, seed: int = 0) -> None:
     """Check f's derivatives up to `order` in the given modes against central finite
     differences. Each higher order checks the derivative of the lower-order
     derivative function (a jvp or vjp of f), in every requested mode."""

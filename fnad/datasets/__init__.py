@@ -18,6 +18,7 @@ import gzip
 import math
 import os
 import zlib
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def _digits_table():
     return table
 
 
-def load_digits():
+def load_digits() -> tuple[np.ndarray, np.ndarray]:
     """All 1,797 digits: (images float32 [1797, 8, 8] in [0, 1], labels int32 [1797]).
 
     numpy arrays, read from the copy bundled with fnad (no download).
@@ -57,7 +58,8 @@ def load_digits():
     return images, table[:, 64].astype(np.int32)
 
 
-def digits(split="train", test_fraction=0.2, seed=0):
+def digits(split: str = "train", test_fraction: float = 0.2, seed: int = 0
+          ) -> tuple[np.ndarray, np.ndarray]:
     """The train or test part of a stratified split of the digits: each class
     contributes round(test_fraction * its count) images to "test" and the rest to
     "train", chosen by `seed`, so the two splits of one seed are disjoint and cover
@@ -93,7 +95,7 @@ MAX_IDX_BYTES = 2 ** 30
 _CHUNK = 1 << 26      # the first read buffer: all of MNIST's largest file
 
 
-def load_idx(path, max_bytes=MAX_IDX_BYTES):
+def load_idx(path: str | os.PathLike[str], max_bytes: int = MAX_IDX_BYTES) -> np.ndarray:
     """The array stored in the IDX file `path` (gzip-compressed or not, judged by its
     content), with native byte order. A file whose header declares more than
     `max_bytes` bytes of data raises FileFormatError before anything is decompressed
@@ -183,7 +185,7 @@ _MNIST_FILES = {
 }
 
 
-def load_mnist(directory, max_bytes=MAX_IDX_BYTES):
+def load_mnist(directory: str | os.PathLike[str], max_bytes: int = MAX_IDX_BYTES) -> Any:
     """MNIST (or Fashion-MNIST) from the four standard files in `directory`, each raw or
     with a .gz suffix. Returns ((train_images, train_labels), (test_images,
     test_labels)): images float32 [N, 28, 28] scaled to [0, 1], labels int32 [N].
