@@ -36,7 +36,7 @@ they overflowed. `DynamicLossScale` follows torch.amp.GradScaler's rule and defa
 its state is a pytree, so a whole training step jits.
 """
 import functools
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from .errors import DTypeError
 from .optim import GradientTransformation
 from .primitives.structural import convert_element_type_p
 from .tree_util import register_pytree_node_class, tree_leaves, tree_map
+from .typing import Array, DTypeLike, PyTree
 
 __all__ = ["Policy", "get_policy", "cast_floats", "autocast", "all_finite", "select_tree",
            "DynamicLossScale", "StaticLossScale", "NoOpLossScale", "apply_if_finite",
@@ -62,7 +63,7 @@ def _floating(dtype):
     return dtypes.is_float(dtype)
 
 
-def cast_floats(tree, dtype):
+def cast_floats(tree: PyTree, dtype: DTypeLike) -> PyTree:
     """Every real floating-point leaf of `tree` converted to `dtype`; integer, bool and
     complex leaves (and non-arrays) as they are."""
     dtype = dtypes.check_supported(dtype, "a mixed-precision cast")
@@ -101,7 +102,7 @@ _DTYPE_NAMES = {"float16": dtypes.float16, "f16": dtypes.float16, "half": dtypes
                 "float64": dtypes.float64, "f64": dtypes.float64}
 
 
-def get_policy(spec):
+def get_policy(spec: str) -> "Policy":
     """A Policy from a string: one dtype for all three ("float32"), or
     "params=float32,compute=bfloat16,output=float32" (jmp.get_policy's syntax; keys
     p/c/o and dtype names such as bf16, f16, half and full are accepted)."""
@@ -171,7 +172,7 @@ class AutocastTrace(Trace):
             return bind_custom(rules, args)
 
 
-def autocast(fun, dtype=dtypes.bfloat16):
+def autocast(fun: Callable[..., Any], dtype: DTypeLike = dtypes.bfloat16) -> Callable[..., Any]:
     """fun, with matrix products and convolutions run in `dtype` (bfloat16 or float16)
     and precision-sensitive ops in float32, decided per primitive by its `precision`
     rule (see the module docstring). Composes with grad, jit and vmap."""
@@ -192,7 +193,7 @@ def autocast(fun, dtype=dtypes.bfloat16):
 
 # --------------------------------------------------------------------------- finiteness
 
-def all_finite(tree):
+def all_finite(tree: PyTree) -> Array:
     """A bool scalar Array: whether every element of every leaf is finite."""
     leaves = [fnp.asarray(x) for x in tree_leaves(tree)]
     result = fnp.asarray(True)
@@ -202,7 +203,7 @@ def all_finite(tree):
     return result
 
 
-def select_tree(pred, on_true, on_false):
+def select_tree(pred: Any, on_true: PyTree, on_false: PyTree) -> PyTree:
     """Leaf by leaf, on_true where the bool scalar `pred` holds, else on_false (both
     trees of one structure); a jit-friendly `on_true if pred else on_false`."""
     return tree_map(lambda a, b: fnp.where(pred, a, b), on_true, on_false)
@@ -327,7 +328,7 @@ class StaticLossScale:
         return self
 
 
-def NoOpLossScale():    # noqa: N802  (a constructor, named as jmp names it)
+def NoOpLossScale() -> "StaticLossScale":  # noqa: N802  (a constructor, named as jmp names it)
     """The loss scale of 1: scaling code that runs unchanged without scaling."""
     return StaticLossScale(1.0)
 
@@ -340,7 +341,7 @@ class ApplyIfFiniteState(NamedTuple):
     last_finite: Any        # bool scalar: whether the last step's gradients were finite
 
 
-def apply_if_finite(inner):
+def apply_if_finite(inner: GradientTransformation) -> GradientTransformation:
     """A GradientTransformation that runs `inner` only when every gradient is finite:
     otherwise the updates are zero and `inner`'s state is kept as it was (optax's
     apply_if_finite, with no limit on consecutive skips)."""

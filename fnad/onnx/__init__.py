@@ -6,9 +6,10 @@ grad, jit and vmap work on models fnad did not write.
 The `onnx` package (the `onnx` extra, with onnxruntime to run the models) is imported
 only when one of these functions is called: `import fnad` never needs it.
 """
+from typing import Any, Callable
 
 
-def export(fun, *example_args, **options):
+def export(fun: Callable[..., Any], *example_args: Any, **options: Any) -> Any:
     """fnad.onnx.export(fun, *example_args, params=None, path=None, input_names=None,
     output_names=None, dynamic_axes=None, opset=18) -> onnx.ModelProto.
     The details are in fnad.onnx.exporter.export."""
@@ -16,7 +17,7 @@ def export(fun, *example_args, **options):
     return export_model(fun, *example_args, **options)
 
 
-def load(path_or_model):
+def load(path_or_model: Any) -> tuple[Callable[..., Any], dict[str, Any]]:
     """fnad.onnx.load(path_or_model) -> (apply_fn, params): the model as a pure fnad
     function apply_fn(params, *inputs) and its initializers as a dict of Arrays."""
     from .loader import load as load_model
