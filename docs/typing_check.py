@@ -2,10 +2,11 @@
 is listed in [tool.mypy] `files`; it is never run). Each assert_type fails the type
 check if an annotation stops saying what it says today."""
 from typing import TYPE_CHECKING
-
 import fnad
 import fnad.numpy as fnp
-from fnad import lax, nn, optim, random
+from typing import Any
+
+from fnad import data, io, lax, nn, optim, random, tree_util
 from fnad.typing import ArrayLike
 
 if TYPE_CHECKING:
@@ -43,3 +44,18 @@ assert_type(layer, nn.layers.Layer)
 init_fn, apply_fn = layer
 assert_type(init_fn, fnad.typing.InitFn)
 assert_type(nn.initializers.glorot_normal(), fnad.typing.Initializer)
+assert_type(tree_util.tree_map(lambda v: v + 1.0, {"w": zero}), Any)   # a PyTree
+assert_type(tree_util.tree_leaves({"w": zero}), list[Any])
+assert_type(lax.psum(zero, "i"), Any)                        # a pytree, like its input
+assert_type(lax.psum, lax.parallel.TreeReduction)
+assert_type(lax.axis_size("i"), int)
+assert_type(lax.sin(zero), fnad.Array)                       # a generated operator
+assert_type(lax.top_k(zero, 1), tuple[fnad.Array, fnad.Array])
+assert_type(io.save("params.safetensors", {"w": zero}), None)
+assert_type(io.load("params.safetensors"), Any)
+assert_type(data.batches({"x": zero}, 32), data.Batches)
+assert_type(data.num_batches(100, 32), int)
+assert_type(fnp.linalg.solve(zero, zero), fnad.Array)
+assert_type(fnp.fft.rfft(zero), fnad.Array)
+assert_type(fnp.einsum("ij,jk", zero, zero), fnad.Array)
+assert_type(fnad.scipy.special.logit(zero), fnad.Array)
