@@ -117,8 +117,8 @@ def elu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
 
 
 def celu(x: ArrayLike, alpha: ArrayLike = 1.0) -> Array:
-    """x where x > 0, alpha * (exp(x / alpha) - 1) below (the continuously differentiable ELU).
-    x where x > 0, alpha * (exp(x / alpha) - 1) below (the continuously differentiable ELU)."""
+    """x where x > 0, alpha * (exp(x / alpha) - 1) below (the continuously differentiable
+    ELU)."""
     x, = promote_inexact(x)
     return fnp.where(x > 0, x, alpha * fnp.expm1(fnp.minimum(x, 0) / alpha))
 
