@@ -13,6 +13,11 @@ from ..primitives.decompositions import (  # noqa: F401
 from ..primitives.nonsymmetric import eig, schur  # noqa: F401
 from ..typing import Array
 
+__all__ = ["ShapeError", "cholesky", "cholesky_update", "det", "eig", "eigh",
+           "householder_product", "inv", "lu", "lu_pivots_to_permutation", "mT", "mm", "qr",
+           "schur", "slogdet", "solve", "svd", "symmetric_product", "triangular_solve",
+           "tridiagonal_solve", "tril"]
+
 
 def symmetric_product(a_matrix: Array, c_matrix: Array, *, alpha: Any = 1.0, beta: Any = 0.0,
                       symmetrize_output: bool = False) -> Array:
