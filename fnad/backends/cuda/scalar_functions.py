@@ -77,6 +77,7 @@ def round_scalar(x, rounding_method):
 # which numba.cuda compiles for the device. The simulator calls the cpu functions from
 # Python, where their float32 results come back as Python floats: made float32 again,
 # so that the kernel goes on computing in float32, as on a GPU.
+half: object
 if simulated():
     half = SimpleNamespace(
         bfloat16_to_float=lambda bits: np.float32(_half.bfloat16_to_float(bits)),
