@@ -85,7 +85,7 @@ def solve(a: ArrayLike, b: ArrayLike) -> Array:
     n = a.shape[-1]
     vector = b.ndim == 1
     if vector:
-        b = cast(Array, S.reshape(b, (b.shape[0], 1)))
+        b = S.reshape(b, (b.shape[0], 1))
     if b.ndim < 2 or b.shape[-2] != n:
         raise ShapeError(f"solve: a has shape {tuple(a.shape)} but b has shape "
                          f"{tuple(b.shape) if not vector else (b.shape[0],)}: b needs "

@@ -6,12 +6,15 @@ primitives, so they differentiate again. Each section states its JVP and the
 transpose the VJP implements, with a reference. (eig and the Schur form of a general
 matrix, which have none, are in nonsymmetric.py.)
 """
+from typing import Any
+
 import numpy as np
 
 from .. import dtypes
 from ..abstract import ShapedArray
 from ..errors import ShapeError, DTypeError, GradientError
 from ..kernels.cpu import linalg as kernels
+from ..typing import Array
 from . import shape as S
 from .reduce import reduce_sum
 from .elementwise import add_p, sub_p, mul_p, div_p, eq_p
@@ -130,8 +133,9 @@ def _take_last(x, start, stop):
     return S.slice(x, (0,) * (x.ndim - 1) + (start,), tuple(x.shape[:-1]) + (stop,))
 
 
-def eigh(x, *, lower=True, symmetrize_input=True, sort_eigenvalues=True,
-         subset_by_index=None, implementation=None):
+def eigh(x: Array | np.ndarray, *, lower: bool = True, symmetrize_input: bool = True,
+         sort_eigenvalues: bool = True, subset_by_index: tuple[int, int] | None = None,
+         implementation: Any = None) -> tuple[Array, Array]:
     """lax.linalg.eigh: (v, w) with x = v diag(w) v^H, w real and ascending (always
     sorted, which sort_eigenvalues=False permits). With symmetrize_input, decomposes
     (x + x^H) / 2;
@@ -272,7 +276,8 @@ svd_p = leading("svd", abstract_eval=_svd_shape, impl=checked(_svd_shape, _svd_i
                 jvp=_svd_jvp, vjp=_svd_vjp, multiple_results=True)
 
 
-def svd(x, *, full_matrices=True, compute_uv=True, subset_by_index=None, algorithm=None):
+def svd(x: Array | np.ndarray, *, full_matrices: bool = True, compute_uv: bool = True,
+        subset_by_index: tuple[int, int] | None = None, algorithm: Any = None) -> Any:
     """lax.linalg.svd: (u, s, vh) with x = u diag(s) vh, s descending, or s alone when
     compute_uv is False. subset_by_index (start, end): only the singular values of
     those (descending) indices and their vectors; needs full_matrices=False. algorithm
@@ -398,7 +403,8 @@ qr_p = leading("qr", abstract_eval=_qr_shape, impl=checked(_qr_shape, _qr_impl),
                jvp=_qr_jvp, vjp=_qr_vjp, multiple_results=True)
 
 
-def qr(x, *, pivoting=False, full_matrices=True, use_magma=None):
+def qr(x: Array | np.ndarray, *, pivoting: bool = False, full_matrices: bool = True,
+       use_magma: bool | None = None) -> tuple[Array, Array]:
     """lax.linalg.qr: (q, r) with x = q r; full_matrices gives the complete (m x m) q.
     use_magma is JAX's GPU library choice; the cpu has LAPACK's alone."""
     if pivoting:
@@ -488,7 +494,7 @@ lu_p = leading("lu", abstract_eval=_lu_shape, impl=checked(_lu_shape, kernels.lu
                jvp=_lu_jvp, vjp=_lu_vjp, multiple_results=True)
 
 
-def lu(x):
+def lu(x: Array | np.ndarray) -> tuple[Array, Array, Array]:
     """lax.linalg.lu: (lu, pivots, permutation) with x[permutation] = L U, L unit lower
     (below lu's diagonal) and U upper (on and above it); int32 pivots as LAPACK's getrf
     gives them, zero-based."""
@@ -527,7 +533,7 @@ lu_pivots_to_permutation_p = leading(
     vjp=lambda g, out, pivots, permutation_size: (None,))
 
 
-def lu_pivots_to_permutation(pivots, permutation_size):
+def lu_pivots_to_permutation(pivots: Array | np.ndarray, permutation_size: int) -> Array:
     """The permutation the row swaps `pivots` (as lu gives them) make of
     range(permutation_size): integers, with no derivative."""
     return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))

@@ -27,6 +27,7 @@ positional operands (so they may be traced); a start in [-n, 0) counts from the 
 and the slice is then shifted to lie inside the operand, as in JAX.
 """
 import math
+from typing import Sequence
 
 import numpy as np
 
@@ -675,13 +676,16 @@ def _index_operand(x):
     return np.asarray(x, np.int64) if isinstance(x, (int, np.integer)) else x
 
 
-def gather(operand, indices, mode="clip"):
+def gather(operand: Array | np.ndarray, indices: Array | np.ndarray | int,
+           mode: str = "clip") -> Array:
     """operand[indices[..., 0], ..., indices[..., k-1]] over the k leading axes."""
     return gather_p.bind(operand, _index_operand(indices), mode=_mode(mode))
 
 
 def _scatter_fn(prim):
-    def scatter_fn(operand, indices, updates, mode="fill", unique_indices=False):
+    def scatter_fn(operand: Array | np.ndarray, indices: Array | np.ndarray | int,
+                   updates: Array | np.ndarray, mode: str = "fill",
+                   unique_indices: bool = False) -> Array:
         return prim.bind(operand, _index_operand(indices), updates, mode=_mode(mode),
                          unique_indices=bool(unique_indices))
     scatter_fn.__name__ = prim.name
@@ -698,13 +702,16 @@ scatter_min = _scatter_fn(scatter_min_p)
 scatter_max = _scatter_fn(scatter_max_p)
 
 
-def dynamic_slice(operand, start_indices, slice_sizes):
+def dynamic_slice(operand: Array | np.ndarray,
+                  start_indices: Sequence[Array | np.ndarray | int],
+                  slice_sizes: Sequence[int]) -> Array:
     """operand[s0:s0 + m0, ...] with (possibly traced) starts, clamped into range."""
     return dynamic_slice_p.bind(operand, *map(_index_operand, start_indices),
                                 slice_sizes=tuple(int(m) for m in slice_sizes))
 
 
-def dynamic_update_slice(operand, update, start_indices):
+def dynamic_update_slice(operand: Array | np.ndarray, update: Array | np.ndarray,
+                         start_indices: Sequence[Array | np.ndarray | int]) -> Array:
     """A copy of operand with `update` written at (possibly traced) starts, clamped."""
     return dynamic_update_slice_p.bind(operand, update, *map(_index_operand, start_indices))
 
@@ -715,23 +722,27 @@ def _starts_in_dim(ndim, start, axis):
     return starts
 
 
-def dynamic_slice_in_dim(operand, start_index, slice_size, axis=0):
+def dynamic_slice_in_dim(operand: Array | np.ndarray, start_index: Array | np.ndarray | int,
+                         slice_size: int, axis: int = 0) -> Array:
     sizes = list(operand.shape)
     sizes[axis] = slice_size
     return dynamic_slice(operand, _starts_in_dim(len(sizes), start_index, axis), sizes)
 
 
-def dynamic_index_in_dim(operand, index, axis=0, keepdims=True):
+def dynamic_index_in_dim(operand: Array | np.ndarray, index: Array | np.ndarray | int,
+                         axis: int = 0, keepdims: bool = True) -> Array:
     out = dynamic_slice_in_dim(operand, index, 1, axis)
     return out if keepdims else S.squeeze(out, (axis,))
 
 
-def dynamic_update_slice_in_dim(operand, update, start_index, axis):
+def dynamic_update_slice_in_dim(operand: Array | np.ndarray, update: Array | np.ndarray,
+                                start_index: Array | np.ndarray | int, axis: int) -> Array:
     return dynamic_update_slice(operand, update,
                                 _starts_in_dim(len(operand.shape), start_index, axis))
 
 
-def dynamic_update_index_in_dim(operand, update, index, axis):
+def dynamic_update_index_in_dim(operand: Array | np.ndarray, update: Array | np.ndarray,
+                                index: Array | np.ndarray | int, axis: int) -> Array:
     if len(update.shape) == len(operand.shape) - 1:
         update = S.expand_dims(update, (axis,))
     return dynamic_update_slice_in_dim(operand, update, index, axis)

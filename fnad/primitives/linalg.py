@@ -24,6 +24,7 @@ solve fnad does not have yet.
 import numpy as np
 
 from ..core import Primitive
+from ..typing import Array
 from ..abstract import ShapedArray, get_aval
 from ..errors import ShapeError, DTypeError
 from ..kernels.cpu import linalg as kernels
@@ -84,12 +85,12 @@ def _check_rhs(name, a, b, rows_axis):
                          f"{a.shape[-1]} {side}")
 
 
-def mT(x):
+def mT(x: Array | np.ndarray) -> Array:
     perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
     return S.transpose(x, perm)
 
 
-def mm(a, b):
+def mm(a: Array | np.ndarray, b: Array | np.ndarray) -> Array:
     """Batched matrix product over shared leading dimensions."""
     nb = a.ndim - 2
     batch = tuple(range(nb))
@@ -100,7 +101,7 @@ def masked(x, mask):
     return mul_p.bind(x, mask.astype(x.dtype))
 
 
-def tril(x, k=0):
+def tril(x: Array | np.ndarray, k: int = 0) -> Array:
     n = x.shape[-1]
     return masked(x, np.tri(n, n, k, dtype=bool))
 
@@ -220,8 +221,9 @@ triangular_solve_p = leading(
     jvp=_triangular_solve_jvp, vjp=_triangular_solve_vjp, selective_vjp=True)
 
 
-def triangular_solve(a, b, *, left_side=False, lower=False, transpose_a=False,
-                     conjugate_a=False, unit_diagonal=False):
+def triangular_solve(a: Array | np.ndarray, b: Array | np.ndarray, *, left_side: bool = False,
+                     lower: bool = False, transpose_a: bool = False,
+                     conjugate_a: bool = False, unit_diagonal: bool = False) -> Array:
     """lax.linalg.triangular_solve: solve op(a) x = b (left_side) or x op(a) = b,
     reading only the lower (or upper) triangle of a; conjugate_a is a no-op (real)."""
     return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
@@ -273,7 +275,7 @@ cholesky_p = leading("cholesky", abstract_eval=_cholesky_shape,
                      jvp=_cholesky_jvp, vjp=_cholesky_vjp)
 
 
-def cholesky(x, *, symmetrize_input=True):
+def cholesky(x: Array | np.ndarray, *, symmetrize_input: bool = True) -> Array:
     """The lower Cholesky factor of a Hermitian (symmetric) positive-definite x
     (lax.linalg's). With symmetrize_input, factors (x + x^H) / 2; otherwise reads x's
     lower triangle."""
@@ -313,12 +315,12 @@ solve_p = leading("solve", abstract_eval=_solve_shape,
                   jvp=_solve_jvp, vjp=_solve_vjp, selective_vjp=True)
 
 
-def solve(a, b):
+def solve(a: Array | np.ndarray, b: Array | np.ndarray) -> Array:
     """x with a x = b for square a (..., n, n) and b (..., n, k) of the same leading shape."""
     return solve_p.bind(a, b)
 
 
-def inv(a):
+def inv(a: Array | np.ndarray) -> Array:
     """a^-1 as solve(a, I), so its derivatives are solve's."""
     return solve_p.bind(a, _eye(a))
 
@@ -374,7 +376,7 @@ slogdet_p = leading("slogdet", abstract_eval=_det_shape("slogdet", True),
                     jvp=_slogdet_jvp, vjp=_slogdet_vjp, multiple_results=True)
 
 
-def slogdet(a):
+def slogdet(a: Array | np.ndarray) -> tuple[Array, Array]:
     """(sign, log|det a|), by LU factorization."""
     sign, logabsdet = slogdet_p.bind(a)
     return sign, logabsdet
@@ -389,7 +391,7 @@ det_p = leading(
     vjp=lambda g, out, a: (_times_each(mul_p.bind(g, out), _inv_transpose(a)),))
 
 
-def det(a):
+def det(a: Array | np.ndarray) -> Array:
     return det_p.bind(a)
 
 
@@ -489,7 +491,8 @@ tridiagonal_solve_p = leading(
     jvp=_tridiagonal_jvp, vjp=_tridiagonal_vjp, selective_vjp=True)
 
 
-def tridiagonal_solve(dl, d, du, b, *, perturb_singular=False):
+def tridiagonal_solve(dl: Array | np.ndarray, d: Array | np.ndarray, du: Array | np.ndarray,
+                      b: Array | np.ndarray, *, perturb_singular: bool = False) -> Array:
     """lax.linalg.tridiagonal_solve: x with T x = b, T of subdiagonal dl[..., 1:],
     diagonal d and superdiagonal du[..., :-1], b (..., m, n). A singular T raises
     numpy.linalg.LinAlgError (JAX's perturb_singular alternative is not supported)."""

@@ -7,11 +7,14 @@ None has a derivative rule, as in JAX: eigenvectors and Schur vectors are not un
 real matrix would need complex cotangents for a real input. Differentiating them
 raises GradientError. They map over leading axes like the rest of linear algebra.
 """
+from typing import Any, Callable
+
 import numpy as np
 
 from ..abstract import ShapedArray
 from ..errors import ShapeError, DTypeError, GradientError
 from ..kernels.cpu import linalg as kernels
+from ..typing import Array
 from .linalg import COMPLEX, FLOATS, checked, check_square, leading
 
 
@@ -73,8 +76,9 @@ def _eig_impl(a, compute_left_eigenvectors, compute_right_eigenvectors):
 eig_p = _forward_only("eig", _eig_shape, _eig_impl)
 
 
-def eig(x, *, compute_left_eigenvectors=True, compute_right_eigenvectors=True,
-        enable_eigvec_derivs=False, implementation=None, use_magma=None):
+def eig(x: Array | np.ndarray, *, compute_left_eigenvectors: bool = True,
+        compute_right_eigenvectors: bool = True, enable_eigvec_derivs: bool = False,
+        implementation: Any = None, use_magma: bool | None = None) -> list[Array]:
     """lax.linalg.eig: [w, vl, vr] (the requested ones) of a general square x, complex.
     implementation and use_magma are JAX's GPU choices (the cpu has LAPACK's alone);
     eigenvector derivatives (enable_eigvec_derivs) are not available."""
@@ -150,8 +154,9 @@ def hessenberg(x):
     return h, q
 
 
-def schur(x, *, compute_schur_vectors=True, sort_eig_vals=False, select_callable=None,
-          output="real"):
+def schur(x: Array | np.ndarray, *, compute_schur_vectors: bool = True,
+          sort_eig_vals: bool = False, select_callable: Callable[..., Any] | None = None,
+          output: str = "real") -> Any:
     """(t, z) with x = z t z^T: t quasi upper triangular ('real') or upper triangular
     and complex ('complex'); t alone without compute_schur_vectors. Reordering the
     eigenvalues (sort_eig_vals, select_callable) is not supported."""

@@ -2,12 +2,14 @@
 along one axis (cumsum, cumprod, cummax, cummin). reduce_sum, which every family's
 cotangents use, is declared in structural.py and imported here."""
 import math
+from typing import Sequence
 
 import numpy as np
 
 from ..dtypes import bfloat16, kind_of as dtype_kind, moment_dtype
 from ..abstract import ShapedArray
 from ..core import Primitive
+from ..typing import Array
 from ..errors import ShapeError, DTypeError
 from ._rules import axes_reduction, check_axes
 from . import shape as S
@@ -134,7 +136,7 @@ reduce_prod_p = axes_reduction(
     precision="float32")
 
 
-def reduce_prod(x, axes):
+def reduce_prod(x: Array | np.ndarray, axes: Sequence[int]) -> Array:
     return reduce_prod_p.bind(x, axes=tuple(axes))
 
 
@@ -308,17 +310,17 @@ cummax_p = _cum_extremum("cummax", np.maximum, onnx=onnx.cummax)
 cummin_p = _cum_extremum("cummin", np.minimum, onnx=onnx.cummin)
 
 
-def cumsum(x, axis, reverse=False):
+def cumsum(x: Array | np.ndarray, axis: int, reverse: bool = False) -> Array:
     return cumsum_p.bind(x, axis=int(axis), reverse=bool(reverse))
 
 
-def cumprod(x, axis, reverse=False):
+def cumprod(x: Array | np.ndarray, axis: int, reverse: bool = False) -> Array:
     return cumprod_p.bind(x, axis=int(axis), reverse=bool(reverse))
 
 
-def cummax(x, axis, reverse=False):
+def cummax(x: Array | np.ndarray, axis: int, reverse: bool = False) -> Array:
     return cummax_p.bind(x, axis=int(axis), reverse=bool(reverse))
 
 
-def cummin(x, axis, reverse=False):
+def cummin(x: Array | np.ndarray, axis: int, reverse: bool = False) -> Array:
     return cummin_p.bind(x, axis=int(axis), reverse=bool(reverse))

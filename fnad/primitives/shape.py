@@ -6,11 +6,13 @@ broadcast_in_dim, reshape and transpose, which every family's rules use, are dec
 in structural.py, below every family, and imported here, where users find them.
 """
 import builtins
+from typing import Sequence
 
 import numpy as np
 
 from ..abstract import ShapedArray, check_same_dtype
 from ..core import Primitive
+from ..typing import Array
 from ._rules import batch_size, batched_axes, instantiate, linear, shape_error, unary_batch
 from .elementwise import select_p
 # broadcast_in_dim, reshape and transpose are declared with the kit every rule uses,
@@ -43,7 +45,7 @@ squeeze_p = linear("squeeze", lambda x, dimensions: x.reshape(
                    batch=_squeeze_batch, numba_source=numba_reshape, onnx=onnx.squeeze)
 
 
-def squeeze(x, dimensions):
+def squeeze(x: Array | np.ndarray, dimensions: Sequence[int]) -> Array:
     return squeeze_p.bind(x, dimensions=tuple(sorted(dimensions)))
 
 
@@ -75,7 +77,7 @@ expand_dims_p = linear("expand_dims",
                        batch=_expand_dims_batch, numba_source=numba_reshape, onnx=onnx.expand_dims)
 
 
-def expand_dims(x, dimensions):
+def expand_dims(x: Array | np.ndarray, dimensions: Sequence[int]) -> Array:
     return expand_dims_p.bind(x, dimensions=tuple(sorted(dimensions)))
 
 
@@ -101,7 +103,7 @@ rev_p = linear(
         if out.shape else None), onnx=onnx.rev)
 
 
-def rev(x, dimensions):
+def rev(x: Array | np.ndarray, dimensions: Sequence[int]) -> Array:
     return rev_p.bind(x, dimensions=tuple(dimensions))
 
 
@@ -148,7 +150,8 @@ slice_p = linear(
         if out.shape else None), onnx=onnx.slice_)
 
 
-def slice(x, start_indices, limit_indices, strides=None):  # noqa: A001 (lax's name)
+def slice(x: Array | np.ndarray, start_indices: Sequence[int],  # noqa: A001 (lax's name)
+          limit_indices: Sequence[int], strides: Sequence[int] | None = None) -> Array:
     strides = (1,) * len(start_indices) if strides is None else strides
     return slice_p.bind(x, start_indices=tuple(map(int, start_indices)),
                         limit_indices=tuple(map(int, limit_indices)),
@@ -235,7 +238,8 @@ pad_p = Primitive("pad", abstract_eval=_pad_shape, impl=_pad_impl, jvp=_pad_jvp,
                   vjp=_pad_vjp, batch=_pad_batch, onnx=onnx.pad)
 
 
-def pad(x, padding_value, padding_config):
+def pad(x: Array | np.ndarray, padding_value: Array | np.ndarray,
+        padding_config: Sequence[tuple[int, int, int]]) -> Array:
     return pad_p.bind(x, padding_value,
                       padding_config=tuple(tuple(map(int, c)) for c in padding_config))
 
@@ -289,7 +293,7 @@ concatenate_p = Primitive("concatenate", abstract_eval=_concatenate_shape,
                               onnx=onnx.concatenate)
 
 
-def concatenate(xs, dimension):
+def concatenate(xs: Sequence[Array | np.ndarray], dimension: int) -> Array:
     return concatenate_p.bind(*xs, dimension=int(dimension))
 
 

@@ -8,10 +8,12 @@ permutation: it recovers the permutation p by sorting (keys, iota), then sorts
 rule is itself a sort, so it differentiates again.
 """
 import math
+from typing import Any, Sequence
 
 import numpy as np
 
 from ..core import Primitive
+from ..typing import Array, DTypeLike
 from ..abstract import ShapedArray
 from ..dtypes import bfloat16
 from ..errors import ShapeError
@@ -139,7 +141,8 @@ def sort_multi(operands, dimension=-1, num_keys=1):
     return sort_p.bind(*operands, dimension=dimension, num_keys=int(num_keys))
 
 
-def sort(operand, dimension=-1, is_stable=True, num_keys=1):
+def sort(operand: Array | np.ndarray | Sequence[Array | np.ndarray], dimension: int = -1,
+         is_stable: bool = True, num_keys: int = 1) -> Any:
     """lax.sort: an array, or a tuple of arrays sorted by the first num_keys.
     The sort is always stable."""
     if isinstance(operand, (list, tuple)):
@@ -147,13 +150,15 @@ def sort(operand, dimension=-1, is_stable=True, num_keys=1):
     return sort_multi([operand], dimension, num_keys)[0]
 
 
-def sort_key_val(keys, values, dimension=-1, is_stable=True):
+def sort_key_val(keys: Array | np.ndarray, values: Array | np.ndarray, dimension: int = -1,
+                 is_stable: bool = True) -> tuple[Array, Array]:
     """lax.sort_key_val: keys sorted, values permuted with them."""
     k, v = sort_multi([keys, values], dimension, 1)
     return k, v
 
 
-def argsort(operand, dimension=-1, index_dtype=np.int64):
+def argsort(operand: Array | np.ndarray, dimension: int = -1,
+            index_dtype: DTypeLike = np.int64) -> Array:
     """The stable sorting permutation along `dimension`."""
     dimension = _dimension(int(dimension), len(operand.shape))
     iota = S.iota(index_dtype, operand.shape, dimension)

@@ -10,6 +10,7 @@ linear: each JVP applies the primitive to the tangent and each VJP is the transp
 map (reshape back, sum over broadcast axes, broadcast back).
 """
 import math
+from typing import Sequence
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from ..abstract import ShapedArray
 from ..core import Primitive
 from ..dtypes import is_inexact, real_dtype
 from ..errors import DTypeError
+from ..typing import Array
 from ..kernels.cpu import reduce as reduce_kernels
 from ..kernels.cpu.elementwise import complex_only
 from ._rules import (batched_axes, unary_batch, linear, axes_reduction, shape_error,
@@ -178,7 +180,8 @@ broadcast_in_dim_p = linear(
                                       onnx=onnx.broadcast_in_dim)
 
 
-def broadcast_in_dim(x, shape, broadcast_dimensions):
+def broadcast_in_dim(x: Array | np.ndarray, shape: Sequence[int],
+                     broadcast_dimensions: Sequence[int]) -> Array:
     return broadcast_in_dim_p.bind(x, shape=tuple(shape),
                                    broadcast_dimensions=tuple(broadcast_dimensions))
 
@@ -216,7 +219,7 @@ reshape_p = linear("reshape", lambda x, new_sizes: x.reshape(new_sizes), _reshap
                    numba_source=numba_reshape, onnx=onnx.reshape)
 
 
-def reshape(x, new_sizes):
+def reshape(x: Array | np.ndarray, new_sizes: Sequence[int]) -> Array:
     return reshape_p.bind(x, new_sizes=tuple(int(n) for n in new_sizes))
 
 
@@ -252,7 +255,7 @@ transpose_p = linear(
         onnx=onnx.transpose)
 
 
-def transpose(x, permutation):
+def transpose(x: Array | np.ndarray, permutation: Sequence[int]) -> Array:
     return transpose_p.bind(x, permutation=tuple(int(p) for p in permutation))
 
 
@@ -284,7 +287,7 @@ reduce_sum_p = axes_reduction(
     precision="float32")
 
 
-def reduce_sum(x, axes):
+def reduce_sum(x: Array | np.ndarray, axes: Sequence[int]) -> Array:
     return reduce_sum_p.bind(x, axes=tuple(axes))
 
 
