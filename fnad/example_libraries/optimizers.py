@@ -17,13 +17,14 @@ against JAX's example library runs unchanged.
 """
 from collections import namedtuple
 import functools
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, ParamSpec
 
 import numpy as np
 
 from .. import numpy as jnp
 from .. import optim
 from ..tree_util import register_pytree_node, tree_flatten, tree_unflatten, tree_map
+from ..typing import Array, PyTree
 
 OptimizerState = namedtuple("OptimizerState", ["packed_state", "tree_def", "subtree_defs"])
 # The tree structures are static: only the flat list of per-leaf states holds arrays,
@@ -40,11 +41,16 @@ class Optimizer(NamedTuple):
     params_fn: Callable
 
 
-def optimizer(opt_maker):
+_P = ParamSpec("_P")
+# An optimizer for one array: (init, update, get_params), as `optimizer` takes it.
+ArrayOptimizer = tuple[Callable, Callable, Callable]
+
+
+def optimizer(opt_maker: Callable[_P, ArrayOptimizer]) -> Callable[_P, Optimizer]:
     """Decorator: an optimizer made of per-array (init, update, get_params) becomes one
     over pytrees of arrays (all leaves are updated independently)."""
     @functools.wraps(opt_maker)
-    def tree_opt_maker(*args, **kwargs):
+    def tree_opt_maker(*args: _P.args, **kwargs: _P.kwargs) -> Optimizer:
         init, update, get_params = opt_maker(*args, **kwargs)
 
         def tree_init(x0_tree):
@@ -89,7 +95,7 @@ def _decay(rate, i, like):
 # --------------------------------------------------------------------------- optimizers
 
 @optimizer
-def sgd(step_size):
+def sgd(step_size: optim.ScalarOrSchedule) -> ArrayOptimizer:
     """x <- x - step_size(i) g."""
     step_size = make_schedule(step_size)
     return (lambda x0: x0,
@@ -98,7 +104,7 @@ def sgd(step_size):
 
 
 @optimizer
-def momentum(step_size, mass):
+def momentum(step_size: optim.ScalarOrSchedule, mass: float) -> ArrayOptimizer:
     """Heavy ball: v <- mass v + g; x <- x - step_size(i) v."""
     step_size = make_schedule(step_size)
 
@@ -110,7 +116,7 @@ def momentum(step_size, mass):
 
 
 @optimizer
-def nesterov(step_size, mass):
+def nesterov(step_size: optim.ScalarOrSchedule, mass: float) -> ArrayOptimizer:
     """Nesterov momentum: v <- mass v + g; x <- x - step_size(i) (mass v + g)."""
     step_size = make_schedule(step_size)
 
@@ -127,7 +133,7 @@ def _inv_sqrt_or_zero(s):
 
 
 @optimizer
-def adagrad(step_size, momentum=0.9):
+def adagrad(step_size: optim.ScalarOrSchedule, momentum: float = 0.9) -> ArrayOptimizer:
     """Adagrad (Duchi et al., 2011) with momentum on the scaled gradient."""
     step_size = make_schedule(step_size)
 
@@ -140,7 +146,8 @@ def adagrad(step_size, momentum=0.9):
 
 
 @optimizer
-def rmsprop(step_size, gamma=0.9, eps=1e-8):
+def rmsprop(step_size: optim.ScalarOrSchedule, gamma: float = 0.9,
+            eps: float = 1e-8) -> ArrayOptimizer:
     """RMSProp: a <- gamma a + (1 - gamma) g^2; x <- x - step_size(i) g / sqrt(a + eps)."""
     step_size = make_schedule(step_size)
 
@@ -152,7 +159,8 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
 
 
 @optimizer
-def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
+def rmsprop_momentum(step_size: optim.ScalarOrSchedule, gamma: float = 0.9, eps: float = 1e-8,
+                     momentum: float = 0.9) -> ArrayOptimizer:
     """RMSProp whose scaled steps feed a momentum buffer."""
     step_size = make_schedule(step_size)
 
@@ -165,7 +173,8 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
 
 
 @optimizer
-def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
+def adam(step_size: optim.ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
+         eps: float = 1e-8) -> ArrayOptimizer:
     """Adam (Kingma & Ba, 2015), bias-corrected with the step number i + 1."""
     step_size = make_schedule(step_size)
 
@@ -180,7 +189,8 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
 
 
 @optimizer
-def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
+def adamax(step_size: optim.ScalarOrSchedule, b1: float = 0.9, b2: float = 0.999,
+           eps: float = 1e-8) -> ArrayOptimizer:
     """AdaMax (Kingma & Ba, 2015, section 7): Adam with the infinity norm."""
     step_size = make_schedule(step_size)
 
@@ -193,7 +203,7 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
 
 
 @optimizer
-def sm3(step_size, momentum=0.9):
+def sm3(step_size: optim.ScalarOrSchedule, momentum: float = 0.9) -> ArrayOptimizer:
     """SM3 (Anil et al., 2019): Adagrad whose accumulator is covered by one vector per
     axis, the minimum over axes bounding each entry's sum of squared gradients."""
     step_size = make_schedule(step_size)
@@ -222,18 +232,19 @@ def sm3(step_size, momentum=0.9):
 
 # --------------------------------------------------------------------------- schedules
 
-def constant(step_size):
+def constant(step_size: float) -> optim.Schedule:
     """The schedule that is `step_size` at every step, as
     example_libraries.optimizers.constant."""
     return lambda i: step_size
 
 
-def exponential_decay(step_size, decay_steps, decay_rate):
+def exponential_decay(step_size: float, decay_steps: int, decay_rate: float) -> optim.Schedule:
     """step_size * decay_rate ** (i / decay_steps)."""
     return optim.exponential_decay(step_size, decay_steps, decay_rate)
 
 
-def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
+def inverse_time_decay(step_size: float, decay_steps: float, decay_rate: float,
+                       staircase: bool = False) -> optim.Schedule:
     """step_size / (1 + decay_rate * i / decay_steps), the ratio floored with staircase."""
     def schedule(i):
         t = jnp.asarray(i) / decay_steps
@@ -241,7 +252,8 @@ def inverse_time_decay(step_size, decay_steps, decay_rate, staircase=False):
     return schedule
 
 
-def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
+def polynomial_decay(step_size: float, decay_steps: float, final_step_size: float,
+                     power: float = 1.0) -> optim.Schedule:
     """From step_size to final_step_size along (1 - i / decay_steps) ** power, then
     final_step_size."""
     def schedule(i):
@@ -250,7 +262,7 @@ def polynomial_decay(step_size, decay_steps, final_step_size, power=1.0):
     return schedule
 
 
-def piecewise_constant(boundaries, values):
+def piecewise_constant(boundaries: Any, values: Any) -> optim.Schedule:
     """values[0] up to boundaries[0] (inclusive), values[k] after boundaries[k - 1]."""
     boundaries, values = np.asarray(boundaries), np.asarray(values)
     if not boundaries.ndim == values.ndim == 1:
@@ -263,7 +275,7 @@ def piecewise_constant(boundaries, values):
     return lambda i: values[jnp.sum(jnp.asarray(i) > boundaries)]
 
 
-def make_schedule(scalar_or_schedule):
+def make_schedule(scalar_or_schedule: optim.ScalarOrSchedule) -> optim.Schedule:
     """A schedule from a number (constant) or a schedule (returned as is)."""
     if callable(scalar_or_schedule):
         return scalar_or_schedule
@@ -276,12 +288,12 @@ def make_schedule(scalar_or_schedule):
 
 # --------------------------------------------------------------------------- utilities
 
-def l2_norm(tree):
+def l2_norm(tree: PyTree) -> Array:
     """The l2 norm of all the leaves of a pytree together."""
     return optim.global_norm(tree)
 
 
-def clip_grads(grad_tree, max_norm):
+def clip_grads(grad_tree: PyTree, max_norm: float) -> PyTree:
     """Scale the gradients down to global norm max_norm when their norm exceeds it."""
     norm = l2_norm(grad_tree)
     return tree_map(lambda g: jnp.where(norm < max_norm, g, g * (max_norm / norm)),
@@ -298,7 +310,7 @@ class JoinPoint:
         yield self.subtree
 
 
-def unpack_optimizer_state(opt_state):
+def unpack_optimizer_state(opt_state: OptimizerState) -> PyTree:
     """The state as a pytree shaped like the parameters with JoinPoint leaves (for
     serialization: it holds no tree definitions)."""
     states_flat, tree_def, subtree_defs = opt_state
@@ -306,7 +318,7 @@ def unpack_optimizer_state(opt_state):
                                      for flat, sub in zip(states_flat, subtree_defs)])
 
 
-def pack_optimizer_state(marked_pytree):
+def pack_optimizer_state(marked_pytree: PyTree) -> OptimizerState:
     """The inverse of unpack_optimizer_state."""
     joins, tree_def = tree_flatten(marked_pytree)
     if not all(isinstance(j, JoinPoint) for j in joins):

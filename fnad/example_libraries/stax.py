@@ -15,6 +15,7 @@ convolution's bias has the output's rank (ones but on the channel axis: (1, 1, 1
 for NHWC), and random keys go in `rng=`.
 """
 import math
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -26,11 +27,15 @@ from ..nn.activations import (  # noqa: F401
     relu, log_softmax, softmax, softplus, sigmoid, elu, leaky_relu, selu, gelu, standardize)
 from ..nn.initializers import glorot_normal, normal, ones, zeros
 from ..staged.eval_shape import eval_shape, ShapeDtypeStruct
+from ..typing import ApplyFn, InitFn, Initializer, Shape
 
 # JAX's aliases
 glorot = glorot_normal
 randn = normal
 logsoftmax = log_softmax
+
+_Pair = tuple[InitFn, ApplyFn]      # (init_fun, apply_fun)
+_Padding = str | Sequence[tuple[int, int]]
 
 
 def _shape_of(fun, input_shape, *args):
@@ -49,7 +54,8 @@ def _shape_of(fun, input_shape, *args):
 
 # --------------------------------------------------------------------------- dense, conv
 
-def Dense(out_dim, W_init=glorot_normal(), b_init=normal()):
+def Dense(out_dim: int, W_init: Initializer = glorot_normal(),
+          b_init: Initializer = normal()) -> _Pair:
     """x @ W + b over the last axis (fnad.nn.Dense with JAX's default initializers)."""
     return nn_layers.Dense(out_dim, W_init=W_init, b_init=b_init)
 
@@ -79,8 +85,10 @@ def _general_conv_layer(convolve, dimension_numbers, out_chan, filter_shape, W_i
     return init_fun, apply_fun
 
 
-def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding="VALID",
-                W_init=None, b_init=normal(1e-6)):
+def GeneralConv(dimension_numbers: tuple[str, str, str], out_chan: int,
+                filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                padding: _Padding = "VALID", W_init: Initializer | None = None,
+                b_init: Initializer = normal(1e-6)) -> _Pair:
     """A convolution with any layouts, e.g. ('NCHW', 'OIHW', 'NCHW')."""
     strides = tuple(strides or (1,) * len(filter_shape))
     return _general_conv_layer(
@@ -89,16 +97,19 @@ def GeneralConv(dimension_numbers, out_chan, filter_shape, strides=None, padding
         dimension_numbers, out_chan, filter_shape, W_init, b_init)
 
 
-def Conv(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
-         b_init=normal(1e-6)):
+def Conv(out_chan: int, filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+         padding: _Padding = "VALID", W_init: Initializer | None = None,
+         b_init: Initializer = normal(1e-6)) -> _Pair:
     """A 2-d convolution layer on NHWC inputs with HWIO weights (GeneralConv with those
     dimension numbers), as stax.Conv."""
     return GeneralConv(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides, padding,
                        W_init, b_init)
 
 
-def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None,
-                         padding="VALID", W_init=None, b_init=normal(1e-6)):
+def GeneralConvTranspose(dimension_numbers: tuple[str, str, str], out_chan: int,
+                         filter_shape: Sequence[int], strides: Sequence[int] | None = None,
+                         padding: _Padding = "VALID", W_init: Initializer | None = None,
+                         b_init: Initializer = normal(1e-6)) -> _Pair:
     """The transposed convolution (the gradient of GeneralConv with respect to its input)."""
     strides = tuple(strides or (1,) * len(filter_shape))
     return _general_conv_layer(
@@ -107,15 +118,19 @@ def GeneralConvTranspose(dimension_numbers, out_chan, filter_shape, strides=None
         dimension_numbers, out_chan, filter_shape, W_init, b_init)
 
 
-def Conv1DTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
-                    b_init=normal(1e-6)):
+def Conv1DTranspose(out_chan: int, filter_shape: Sequence[int],
+                    strides: Sequence[int] | None = None, padding: _Padding = "VALID",
+                    W_init: Initializer | None = None,
+                    b_init: Initializer = normal(1e-6)) -> _Pair:
     """A 1-d transposed convolution layer on NHC inputs, as stax.Conv1DTranspose."""
     return GeneralConvTranspose(("NHC", "HIO", "NHC"), out_chan, filter_shape, strides,
                                 padding, W_init, b_init)
 
 
-def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=None,
-                  b_init=normal(1e-6)):
+def ConvTranspose(out_chan: int, filter_shape: Sequence[int],
+                  strides: Sequence[int] | None = None, padding: _Padding = "VALID",
+                  W_init: Initializer | None = None,
+                  b_init: Initializer = normal(1e-6)) -> _Pair:
     """A 2-d transposed convolution layer on NHWC inputs, as stax.ConvTranspose."""
     return GeneralConvTranspose(("NHWC", "HWIO", "NHWC"), out_chan, filter_shape, strides,
                                 padding, W_init, b_init)
@@ -123,8 +138,9 @@ def ConvTranspose(out_chan, filter_shape, strides=None, padding="VALID", W_init=
 
 # --------------------------------------------------------------------------- normalization
 
-def BatchNorm(axis=(0, 1, 2), epsilon=1e-5, center=True, scale=True, beta_init=zeros,
-              gamma_init=ones):
+def BatchNorm(axis: Any = (0, 1, 2), epsilon: float = 1e-5,
+              center: bool = True, scale: bool = True, beta_init: Initializer = zeros,
+              gamma_init: Initializer = ones) -> _Pair:
     """Normalize with the statistics of the batch over `axis`, then gamma * z + beta.
     No running statistics (fnad.nn.BatchNorm keeps them)."""
     axis = (axis,) if np.isscalar(axis) else tuple(axis)
@@ -185,7 +201,8 @@ def _full_window(window_shape, strides, spec, ndim_hint=None):
 
 
 def _pooling_layer(computation, init_value, average=False, doc=None):
-    def PoolingLayer(window_shape, strides=None, padding="VALID", spec=None):
+    def PoolingLayer(window_shape: Sequence[int], strides: Sequence[int] | None = None,
+                     padding: _Padding = "VALID", spec: str | None = None) -> _Pair:
         spatial_window = tuple(window_shape)
         spatial_strides = tuple(strides or (1,) * len(spatial_window))
         window, full_strides, non_spatial = _full_window(window_shape, strides, spec)
@@ -229,13 +246,13 @@ FanInSum = nn_layers.FanInSum
 FanInConcat = nn_layers.FanInConcat
 
 
-def FanOut(num):
+def FanOut(num: int) -> _Pair:
     """num copies of the input, in a list."""
     return (lambda rng, input_shape: ([input_shape] * num, ()),
             lambda params, inputs, **kwargs: [inputs] * num)
 
 
-def Dropout(rate, mode="train"):
+def Dropout(rate: float, mode: str = "train") -> _Pair:
     """In mode 'train', keep each value with probability `rate` (scaled by 1 / rate)
     and zero the others; in any other mode, the identity. Needs rng= when training."""
     def apply_fun(params, inputs, **kwargs):
@@ -252,7 +269,7 @@ def Dropout(rate, mode="train"):
 
 # --------------------------------------------------------------------------- combinators
 
-def serial(*layers):
+def serial(*layers: _Pair) -> _Pair:
     """Layers applied one after the other; each gets its own key."""
     init_funs, apply_funs = zip(*layers) if layers else ((), ())
 
@@ -273,7 +290,7 @@ def serial(*layers):
     return init_fun, apply_fun
 
 
-def parallel(*layers):
+def parallel(*layers: _Pair) -> _Pair:
     """Layer i applied to input i of a sequence of inputs."""
     init_funs, apply_funs = zip(*layers) if layers else ((), ())
 
@@ -290,7 +307,7 @@ def parallel(*layers):
     return init_fun, apply_fun
 
 
-def shape_dependent(make_layer):
+def shape_dependent(make_layer: Callable[[Shape], _Pair]) -> _Pair:
     """A layer built by make_layer(input_shape) once the input shape is known."""
     def init_fun(rng, input_shape):
         return make_layer(input_shape)[0](rng, input_shape)
