@@ -7,6 +7,7 @@ import fnad.numpy as fnp
 from typing import Any
 
 from fnad import data, io, lax, nn, optim, random, tree_util
+from fnad.example_libraries import optimizers, stax
 from fnad.typing import ArrayLike
 
 if TYPE_CHECKING:
@@ -59,3 +60,8 @@ assert_type(fnp.linalg.solve(zero, zero), fnad.Array)
 assert_type(fnp.fft.rfft(zero), fnad.Array)
 assert_type(fnp.einsum("ij,jk", zero, zero), fnad.Array)
 assert_type(fnad.scipy.special.logit(zero), fnad.Array)
+assert_type(lax.reshape(zero, (1,)), fnad.Array)             # a wrapper in fnad/primitives
+assert_type(lax.linalg.qr(zero), tuple[fnad.Array, fnad.Array])
+assert_type(optimizers.adam(1e-3), optimizers.Optimizer)     # the decorator's ParamSpec
+assert_type(stax.serial(stax.Dense(4), stax.Relu), tuple[fnad.typing.InitFn, fnad.typing.ApplyFn])
+assert_type(fnp.stack([zero, zero]), fnad.Array)

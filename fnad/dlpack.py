@@ -7,13 +7,15 @@ ways: an fnad Array must not be written through the other library's view of it, 
 an array handed to fnad must not be written by its library afterwards, or the Array
 changes.
 """
+from typing import Any
+
 import numpy as np
 
 from .array import Array
 from .dtypes import check_supported
 
 
-def from_dlpack(external_array, device=None, copy=None):
+def from_dlpack(external_array: Any, device: Any = None, copy: bool | None = None) -> Array:
     """An fnad Array sharing the memory of `external_array` (any ``__dlpack__``
     producer in host memory); copy=True copies it instead. device, if given, must be
     the cpu (arrays on a GPU come in through numpy: fnad.device_put(np.asarray(t)))."""
@@ -28,7 +30,7 @@ def from_dlpack(external_array, device=None, copy=None):
     return Array(value)
 
 
-def to_dlpack(x):
+def to_dlpack(x: Array) -> Any:
     """A DLPack capsule of Array `x` (JAX's older spelling; prefer passing `x` itself
     to the consumer's from_dlpack)."""
     if not isinstance(x, Array):

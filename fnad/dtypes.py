@@ -7,6 +7,8 @@ unless their kind is higher (`x32 * 2.0` is float32, `int_array * 2.5` the defau
 float). Values made only from Python scalars, and the creation functions, get the
 default dtypes: float32/int32, or float64/int64 with `config.enable_x64`.
 """
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -177,7 +179,7 @@ def check_supported(dtype, what="array"):
     return dtype
 
 
-def promote_types(a, b):
+def promote_types(a: str | type | np.dtype, b: str | type | np.dtype) -> np.dtype:
     """The dtype two arrays of dtypes a and b combine to (jax.numpy.promote_types)."""
     a, b = check_supported(a), check_supported(b)
     return _PROMOTE[a, b]
@@ -201,7 +203,7 @@ def lattice_type(x):
     return check_supported(x.dtype if hasattr(x, "dtype") else x)
 
 
-def result_type(*args):
+def result_type(*args: Any) -> np.dtype:
     """The dtype of combining args (arrays, dtypes, Python scalars), as
     jax.numpy.result_type: arrays promote on the lattice, Python scalars are weak."""
     if not args:

@@ -1,7 +1,7 @@
 """Turning user values into fnad values, and applying fnad's promotion rule
 (fnad.dtypes: JAX's lattice, Python scalars weak, float64 never narrowed)."""
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -305,19 +305,20 @@ def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     return (normalize_axis(axis, ndim),)
 
 
-def stack(arrays, axis=0, out=None, dtype=None):
+def stack(arrays: Sequence[ArrayLike], axis: int = 0, out: None = None,
+          dtype: DTypeLike | None = None) -> Array:
     """The arrays, of one shape, stacked along a new axis (here rather than with the
     other shape functions because asarray of a list of arrays is a stack)."""
     if out is not None:
         raise ValueError("stack: out= is not supported; fnad arrays are immutable")
-    arrays = [as_operand(a) if dtype is None else astype(a, dtype) for a in arrays]
-    if not arrays:
+    operands = [as_operand(a) if dtype is None else astype(a, dtype) for a in arrays]
+    if not operands:
         raise ValueError("stack: needs at least one array")
-    shapes = {tuple(a.shape) for a in arrays}
+    shapes = {tuple(a.shape) for a in operands}
     if len(shapes) != 1:
         raise ShapeError(f"stack: all input arrays must have the same shape, got "
                          f"{sorted(shapes)}")
-    axis = normalize_axis(axis, arrays[0].ndim + 1)
+    axis = normalize_axis(axis, operands[0].ndim + 1)
     # expand_dims first, then promote, as concatenate does with the expanded arrays
-    expanded = promote(*[S.expand_dims(a, (axis,)) for a in arrays])
+    expanded = promote(*[S.expand_dims(a, (axis,)) for a in operands])
     return expanded[0] if len(expanded) == 1 else S.concatenate(expanded, axis)

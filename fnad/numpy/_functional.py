@@ -1,13 +1,17 @@
 """Applying a function along or over axes: apply_along_axis (by vmap over every other
 axis, so the function is traced once, not called per slice) and apply_over_axes."""
+from typing import Any, Callable, Sequence
+
 from ..transforms.batching import vmap
+from ..typing import Array, ArrayLike
 from ._core import as_operand, normalize_axis
 from ._shapes import expand_dims
 
 __all__ = ["apply_along_axis", "apply_over_axes"]
 
 
-def apply_along_axis(func1d, axis, arr, *args, **kwargs):
+def apply_along_axis(func1d: Callable[..., Any], axis: int, arr: ArrayLike, *args: Any,
+                     **kwargs: Any) -> Array:
     """func1d(slice, *args, **kwargs) for every 1-d slice of arr along axis; the
     result's axes take axis's place among arr's other axes, as in numpy."""
     arr = as_operand(arr)
@@ -24,7 +28,8 @@ def apply_along_axis(func1d, axis, arr, *args, **kwargs):
     return func(arr)
 
 
-def apply_over_axes(func, a, axes):
+def apply_over_axes(func: Callable[[Array, int], ArrayLike], a: ArrayLike,
+                    axes: int | Sequence[int]) -> Array:
     """func(a, axis) applied for each axis in turn; a result that lost the axis gets
     it back with length 1, so the dimensions are kept."""
     a = as_operand(a)

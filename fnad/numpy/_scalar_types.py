@@ -6,12 +6,16 @@ attribute wherever it takes a dtype (`dtype=fnp.float32`, `np.dtype(fnp.float32)
 fnad Array of that dtype, so `fnp.float32(x)` works on tracers under jit, grad and vmap
 as well as on Python numbers and arrays. The abstract classes of numpy's type tree
 (floating, integer, ...) are numpy's own: they are only ever dtype arguments."""
+import builtins
+from typing import Any, Literal
+
 import numpy as np
 
 from .. import dtypes
 from ..array import Array
 from ..core import Tracer
 from ._core import asarray
+from ..typing import ArrayLike, DTypeLike
 
 __all__ = ["bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
            "uint64", "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "csingle",
@@ -86,13 +90,15 @@ def _as_dtype(x):
     return np.dtype(x)
 
 
-def can_cast(from_, to, casting="safe"):
+def can_cast(from_: ArrayLike | DTypeLike, to: DTypeLike,
+             casting: Literal["no", "equiv", "safe", "same_kind", "unsafe"] = "safe"
+             ) -> builtins.bool:
     """numpy's casting rule between dtypes (values are judged by their dtype, as
     numpy 2 does)."""
     return bool(np.can_cast(_as_dtype(from_), np.dtype(to), casting))
 
 
-def isdtype(dtype, kind):
+def isdtype(dtype: DTypeLike, kind: DTypeLike | tuple[DTypeLike, ...]) -> builtins.bool:
     """The array API's dtype-kind test ('bool', 'signed integer', 'real floating',
     'numeric', ... or dtypes, or a tuple of them)."""
     kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -100,7 +106,7 @@ def isdtype(dtype, kind):
     return bool(np.isdtype(np.dtype(dtype), kinds))
 
 
-def isscalar(element):
+def isscalar(element: Any) -> builtins.bool:
     """True for numbers, strings and 0-d arrays (fnad's, traced ones and numpy's), as
     jax.numpy.isscalar."""
     if isinstance(element, (Array, Tracer, np.ndarray)):

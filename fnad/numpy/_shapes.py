@@ -130,7 +130,7 @@ def squeeze(a: ArrayLike, axis: int | Sequence[int] | None = None) -> Array:
 
 def _each(one):
     """numpy's atleast_Nd(*arys): one array for one argument, a list for several."""
-    def call(*arys):
+    def call(*arys: ArrayLike) -> Any:
         out = [one(a) for a in arys]
         return out[0] if len(out) == 1 else out
     call.__name__ = call.__qualname__ = one.__name__.lstrip("_")

@@ -3,6 +3,7 @@ with numpy's generalized-ufunc signatures), ufunc/frompyfunc, piecewise. The use
 function sees fnad values, so everything stays differentiable and jittable."""
 import functools
 import re
+from typing import AbstractSet, Any, Callable, Sequence
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ..transforms.batching import vmap
 from ._core import as_operand, astype, promote
 from ._elementwise import where
 from ._nonzero import concrete_or_raise
+from ..typing import ArrayLike
 from ._shapes import (broadcast_shapes, broadcast_to, concatenate, expand_dims, moveaxis,
                       reshape, take_range)
 
@@ -42,7 +44,8 @@ def _vmapped(f, times):
     return f
 
 
-def vectorize(pyfunc, *, excluded=frozenset(), signature=None):
+def vectorize(pyfunc: Callable[..., Any], *, excluded: AbstractSet[int | str] = frozenset(),
+              signature: str | None = None) -> Callable[..., Any]:
     """pyfunc applied over the leading (loop) dimensions of its broadcast arguments by
     nested vmaps; a signature names the core dimensions each argument keeps. Arguments
     in excluded (positions or names) are passed through unchanged."""
@@ -206,12 +209,14 @@ class ufunc:
         return a.at[indices].set(astype(new, a.dtype))
 
 
-def frompyfunc(func, /, nin, nout, *, identity=None):
+def frompyfunc(func: Callable[..., Any], /, nin: int, nout: int, *,
+               identity: Any = None) -> "ufunc":
     """func (of fnad scalars or arrays) as a ufunc."""
     return ufunc(func, nin, nout, identity=identity)
 
 
-def piecewise(x, condlist, funclist, *args, **kw):
+def piecewise(x: ArrayLike, condlist: Any, funclist: Sequence[Any], *args: Any,
+              **kw: Any) -> Array:
     """funclist[i] (a function of x, or a constant) where condlist[i] holds, the later
     conditions winning; an extra last entry applies where none holds, else 0. Every
     function is evaluated on all of x and the results selected."""

@@ -6,6 +6,8 @@ for each operand is another dot_general of the cotangent with the other operand,
 followed by a transpose back to the operand's axis order.
 """
 
+from typing import Any
+
 import numpy as np
 
 from ..core import Primitive
@@ -13,6 +15,7 @@ from ..dtypes import bfloat16
 from ..abstract import ShapedArray, check_same_dtype
 from ..program import Equation
 from ..errors import ShapeError
+from ..typing import Array, DTypeLike
 from . import shape as S
 from ._rules import add_tangents, batched_axes
 from ..kernels.cpu import matmul as matmul_kernels
@@ -220,7 +223,8 @@ dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, 
                           precision="low")
 
 
-def dot_general(lhs, rhs, dimension_numbers, preferred_element_type=None):
+def dot_general(lhs: Array | np.ndarray, rhs: Array | np.ndarray, dimension_numbers: Any,
+                preferred_element_type: DTypeLike | None = None) -> Array:
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
           (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
