@@ -284,6 +284,20 @@ def test_float64_is_never_narrowed():
         assert (fnp.ones(3, fnp.float32) * np.float64(2.0)).dtype == np.float64
 
 
+@pytest.mark.parametrize("fn", [fnp.linspace, fnp.logspace, fnp.geomspace])
+def test_spaced_points_keep_float64_bounds(fn):
+    """numpy float64 bounds give float64 points, as numpy (they gave float32); Python
+    numbers give the default float, as JAX."""
+    low, high = np.array([1.0, 2.0]), np.array(3.0)
+    want = fn(low, high, 5, axis=1) if fn is fnp.linspace else fn(low[0], high, 5)
+    ref = np.linspace(low, high, 5, axis=1) if fn is fnp.linspace else \
+        getattr(np, fn.__name__)(low[0], high, 5)
+    assert want.dtype == np.float64
+    np.testing.assert_allclose(np.asarray(want), ref, rtol=1e-14)
+    assert fn(1, 3, 4).dtype == np.float32
+    assert fn(np.float32(1), 3, 4).dtype == np.float32
+
+
 def test_unsigned_with_signed_widens():
     assert fnp.promote_types(fnp.uint8, fnp.int8) == np.int16
     assert fnp.promote_types(fnp.uint32, fnp.int32) == np.int64

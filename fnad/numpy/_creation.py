@@ -100,7 +100,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     if num < 0:
         raise ValueError(f"linspace: number of samples, {num}, must be non-negative")
     if not (_is_fnad(start) or _is_fnad(stop)):
-        dtype = _dtype(dtype, 0j if np.iscomplexobj(start) or np.iscomplexobj(stop) else 0.0)
+        dtype = _bounds_dtype(start, stop) if dtype is None else _dtype(dtype)
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.linspace(start, stop, num, endpoint=endpoint, retstep=True, axis=axis)
         values = Array(np.asarray(out[0]).astype(dtype))
@@ -110,6 +110,13 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
 
 def _is_fnad(x):
     return isinstance(x, (Array, Tracer))
+
+
+def _bounds_dtype(*bounds):
+    """The float (or complex) dtype host bounds give, by fnad's lattice: Python numbers
+    are weak (the default float), numpy float64 values stay float64."""
+    inexact = 0j if any(np.iscomplexobj(b) for b in bounds) else 0.0
+    return dtypes.result_type(*bounds, inexact)
 
 
 def _traced_linspace(start, stop, num, endpoint, retstep, dtype, axis):
@@ -178,15 +185,18 @@ def _python_type_dtype(dtype):
 def logspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, base: Any = 10.0,
              dtype: DTypeLike | None = None, axis: int = 0) -> Any:
     """base ** linspace(start, stop): Python bounds are spaced in float64, as numpy's."""
-    if _is_fnad(start) or _is_fnad(stop) or _is_fnad(base):
+    host_dtype = None if _is_fnad(start) or _is_fnad(stop) or _is_fnad(base) \
+        else _bounds_dtype(start, stop, base)
+    if host_dtype is None:
         exponents = linspace(start, stop, num, endpoint, axis=axis)
         base, exponents = promote_inexact(base, exponents)
     else:
         exponents = linspace(start, stop, num, endpoint, dtype=np.float64, axis=axis)
         base = np.asarray(base, np.float64)
     out = power(base, exponents)
-    return astype(out, _dtype(dtype, 0.0) if not (_is_fnad(start) or _is_fnad(stop))
-                  or dtype is not None else out.dtype)
+    if dtype is not None:
+        return astype(out, _dtype(dtype))
+    return astype(out, out.dtype if host_dtype is None else host_dtype)
 
 
 def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None,
@@ -195,6 +205,7 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype
     zero); the ends are start and stop exactly."""
     fnad_bounds = _is_fnad(start) or _is_fnad(stop)
     if not fnad_bounds:
+        host_dtype = _bounds_dtype(start, stop)
         if start == 0 or stop == 0:
             raise ValueError("geomspace: start and stop must be non-zero")
         if (start < 0) != (stop < 0):
@@ -217,7 +228,7 @@ def geomspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype
     out = moveaxis(out, 0, axis)
     if dtype is not None:
         return astype(out, _python_type_dtype(dtype))
-    return out if fnad_bounds else astype(out, dtypes.default_float())
+    return out if fnad_bounds else astype(out, host_dtype)
 
 
 def fromfunction(function: Any, shape: Any, *, dtype: DTypeLike = float, **kwargs: Any) -> Array:
