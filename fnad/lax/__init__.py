@@ -1,13 +1,12 @@
 """fnad.lax: the primitives themselves, with JAX's lax names and signatures.
 Unlike fnad.numpy, these neither promote dtypes nor add numpy conveniences."""
 from ..primitives.shape import (  # noqa: F401
-    broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, slice, pad,
-    concatenate)
+    broadcast_in_dim, reshape, transpose, squeeze, expand_dims, rev, slice, concatenate)
 from ..primitives.reduce import (  # noqa: F401
     reduce_sum, reduce_prod, cumsum, cumprod, cummax, cummin)
 from .products import Precision, dot, dot_general  # noqa: F401
 from .operators import (  # noqa: F401,A004
-    RoundingMethod, round, div, iota, broadcasted_iota, integer_pow, square, select,
+    RoundingMethod, round, div, iota, broadcasted_iota, integer_pow, square, select, pad,
     clamp, convert_element_type, stop_gradient, reduce_max, reduce_min, argmax, argmin, neg,
     exp, log, log1p, expm1, sqrt, rsqrt, sin, cos,
     tan, tanh, asin, acos, atan, sinh, cosh, asinh,
@@ -33,6 +32,18 @@ from .convolution import (  # noqa: E402,F401
     avg_pool)
 from .parallel import (  # noqa: E402,F401
     psum, pmean, pmax, pmin, all_gather, psum_scatter, ppermute, axis_index, axis_size)
+
+from ._results import returning_arrays as _returning_arrays  # noqa: E402
+
+# The functions declared beside their primitives give Arrays to users (see _results).
+for _name in ("broadcast_in_dim reshape transpose squeeze expand_dims rev slice "
+              "concatenate reduce_sum reduce_prod cumsum cumprod cummax cummin sort "
+              "sort_key_val argsort gather scatter scatter_add scatter_mul scatter_min "
+              "scatter_max dynamic_slice dynamic_update_slice dynamic_slice_in_dim "
+              "dynamic_index_in_dim dynamic_update_slice_in_dim "
+              "dynamic_update_index_in_dim").split():
+    globals()[_name] = _returning_arrays(globals()[_name])
+del _name
 
 from ._docstrings import document as _document  # noqa: E402
 _document(globals(), vars(linalg))

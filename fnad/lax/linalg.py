@@ -6,12 +6,28 @@ from typing import Any
 from ..errors import ShapeError
 from ..primitives import shape as S
 from ..primitives.elementwise import add_p, sub_p, mul_p
-from ..primitives.linalg import (  # noqa: F401
-    cholesky, triangular_solve, tridiagonal_solve, solve, slogdet, det, inv, mm, mT, tril)
-from ..primitives.decompositions import (  # noqa: F401
-    eigh, svd, qr, lu, lu_pivots_to_permutation)
-from ..primitives.nonsymmetric import eig, schur  # noqa: F401
+from ..primitives import decompositions as _D, linalg as _L, nonsymmetric as _N
 from ..typing import Array
+from ._results import returning_arrays
+
+# Declared beside their primitives; Arrays for users (see _results).
+cholesky = returning_arrays(_L.cholesky)
+triangular_solve = returning_arrays(_L.triangular_solve)
+tridiagonal_solve = returning_arrays(_L.tridiagonal_solve)
+solve = returning_arrays(_L.solve)
+slogdet = returning_arrays(_L.slogdet)
+det = returning_arrays(_L.det)
+inv = returning_arrays(_L.inv)
+mm = returning_arrays(_L.mm)
+mT = returning_arrays(_L.mT)
+tril = returning_arrays(_L.tril)
+eigh = returning_arrays(_D.eigh)
+svd = returning_arrays(_D.svd)
+qr = returning_arrays(_D.qr)
+lu = returning_arrays(_D.lu)
+lu_pivots_to_permutation = returning_arrays(_D.lu_pivots_to_permutation)
+eig = returning_arrays(_N.eig)
+schur = returning_arrays(_N.schur)
 
 __all__ = ["ShapeError", "cholesky", "cholesky_update", "det", "eig", "eigh",
            "householder_product", "inv", "lu", "lu_pivots_to_permutation", "mT", "mm", "qr",

@@ -1,4 +1,5 @@
 """lax's operators: each binds one primitive, with JAX's lax names and signatures."""
+import builtins
 import enum
 from typing import Any, Callable, Sequence
 
@@ -116,3 +117,14 @@ def argmax(x: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
 
 def argmin(x: ArrayLike, axis: int, index_dtype: DTypeLike) -> Array:
     return argmin_p.bind(x, axis=int(axis), index_dtype=np.dtype(index_dtype))
+
+
+def pad(operand: ArrayLike, padding_value: ArrayLike,
+        padding_config: Sequence[tuple[int, int, int]]) -> Array:
+    """operand padded by (low, high, interior) per axis with padding_value (negative
+    low/high trim). A Python number as padding_value takes the operand's dtype (it is
+    weak, as in JAX)."""
+    x = _as(operand)
+    if isinstance(padding_value, (bool, int, float, builtins.complex)):   # (complex: lax's)
+        padding_value = np.asarray(padding_value, x.dtype)
+    return _S.pad(x, _as(padding_value), padding_config)
