@@ -8,21 +8,11 @@ and returns, that dtype.
 from typing import Any
 
 from ..errors import ShapeError
-from ..numpy._products import Precision, preferred_operands
+from ..numpy._products import Precision, dot_general
 from ..numpy._core import as_operand
-from ..primitives import dot as _dot
 from ..typing import Array, ArrayLike, DTypeLike
 
 __all__ = ["Precision", "dot", "dot_general"]
-
-
-def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precision: Any = None,
-                preferred_element_type: DTypeLike | None = None) -> Array:
-    """The general tensor contraction: dimension_numbers = ((lhs_contracting,
-    rhs_contracting), (lhs_batch, rhs_batch))."""
-    lhs, rhs = preferred_operands(as_operand(lhs), as_operand(rhs), precision,
-                                  preferred_element_type, "dot_general")
-    return _dot.dot_general(lhs, rhs, dimension_numbers)
 
 
 def dot(lhs: ArrayLike, rhs: ArrayLike, precision: Any = None,

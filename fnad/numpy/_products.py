@@ -6,8 +6,8 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ..primitives import shape as S
-from ..primitives.dot import dot_general
-from ._core import astype, promote
+from ..primitives import dot as _dot
+from ._core import as_operand, astype, promote
 from ._shapes import (broadcast_arrays, concatenate, reshape, moveaxis,
                       take_range, ravel)
 from ._reductions import sum as _sum
@@ -17,6 +17,17 @@ from ..typing import Array, ArrayLike, DTypeLike
 # what fnad.numpy exports from here (Precision and preferred_operands serve lax and einsum)
 __all__ = ["matmul", "dot", "tensordot", "vdot", "inner", "outer", "diagonal", "trace",
            "diag", "kron", "cross", "dot_general"]
+
+
+def dot_general(lhs: ArrayLike, rhs: ArrayLike, dimension_numbers: Any, precision: Any = None,
+                preferred_element_type: DTypeLike | None = None) -> Array:
+    """The general tensor contraction (lax.dot_general): dimension_numbers =
+    ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch));
+    `preferred_element_type` converts the operands first, so the product accumulates in,
+    and returns, that dtype."""
+    lhs, rhs = preferred_operands(as_operand(lhs), as_operand(rhs), precision,
+                                  preferred_element_type, "dot_general")
+    return _dot.dot_general(lhs, rhs, dimension_numbers)
 
 
 def _promoted(a: Any, b: Any) -> tuple[Array, Array]:
@@ -126,7 +137,7 @@ def _stacked_matmul(a, b):
     b_labels += ["k", "n"]
     dims = (((a_labels.index("k"),), (b_labels.index("k"),)),
             (tuple(a_labels.index(i) for i in shared), tuple(b_labels.index(i) for i in shared)))
-    out = dot_general(a, b, dims)
+    out = _dot.dot_general(a, b, dims)
     out_labels = shared + [x for x in a_labels if x not in shared and x != "k"] \
         + [x for x in b_labels if x not in shared and x != "k"]
     perm = tuple(out_labels.index(x) for x in list(range(nb)) + ["m", "n"])
@@ -168,7 +179,7 @@ def tensordot(a: ArrayLike, b: ArrayLike, axes: int | Sequence[Any] = 2, *, prec
     if len(lhs) != len(rhs) or any(a.shape[i] != b.shape[j] for i, j in zip(lhs, rhs)):
         raise ShapeError(f"tensordot: shapes {tuple(a.shape)} and {tuple(b.shape)} do not "
                          f"match along axes {lhs} and {rhs}")
-    return dot_general(a, b, ((lhs, rhs), ((), ())))
+    return _dot.dot_general(a, b, ((lhs, rhs), ((), ())))
 
 
 def vdot(a: ArrayLike, b: ArrayLike) -> Array:
@@ -184,7 +195,7 @@ def inner(a: Any, b: Any) -> Array:
 
 def outer(a: ArrayLike, b: ArrayLike) -> Array:
     a, b = _promoted(ravel(a), ravel(b))
-    return dot_general(reshape(a, (-1, 1)), reshape(b, (1, -1)), (((1,), (0,)), ((), ())))
+    return _dot.dot_general(reshape(a, (-1, 1)), reshape(b, (1, -1)), (((1,), (0,)), ((), ())))
 
 
 def diagonal(a: ArrayLike, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Array:

@@ -15,7 +15,7 @@ from ..dtypes import bfloat16
 from ..abstract import ShapedArray, check_same_dtype
 from ..program import Equation
 from ..errors import ShapeError
-from ..typing import Array, DTypeLike
+from ..typing import Array
 from . import shape as S
 from ._rules import add_tangents, batched_axes
 from ..kernels.cpu import matmul as matmul_kernels
@@ -223,8 +223,8 @@ dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, 
                           precision="low")
 
 
-def dot_general(lhs: Array | np.ndarray, rhs: Array | np.ndarray, dimension_numbers: Any,
-                preferred_element_type: DTypeLike | None = None) -> Array:
+def dot_general(lhs: Array | np.ndarray, rhs: Array | np.ndarray,
+                dimension_numbers: Any) -> Array:
     (lc, rc), (lb, rb) = dimension_numbers
     dn = ((tuple(int(d) for d in lc), tuple(int(d) for d in rc)),
           (tuple(int(d) for d in lb), tuple(int(d) for d in rb)))
