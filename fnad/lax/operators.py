@@ -13,14 +13,16 @@ from ..tree_util import tree_map
 from ..typing import Array, ArrayLike, DTypeLike, PyTree, Shape
 
 
-def _unary(prim: Any) -> Callable[[ArrayLike], Array]:
+def unary_function(prim: Any) -> Callable[[ArrayLike], Array]:
+    """lax's function of one operand binding `prim` (named after it; no promotion)."""
     def op(x: ArrayLike) -> Array:
         return prim.bind(_as(x))
     op.__name__ = op.__qualname__ = prim.name
     return op
 
 
-def _binary(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
+def binary_function(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
+    """lax's function of two operands binding `prim` (named after it; no promotion)."""
     def op(x: ArrayLike, y: ArrayLike) -> Array:
         return prim.bind(_as(x), _as(y))
     op.__name__ = op.__qualname__ = prim.name
@@ -31,19 +33,19 @@ def _as(x: Any) -> Array:
     return as_operand(x)
 
 
-neg, exp, log, log1p, expm1 = map(_unary, (_E.neg_p, _E.exp_p, _E.log_p, _E.log1p_p, _E.expm1_p))
-sqrt, rsqrt, sin, cos, tan = map(_unary, (_E.sqrt_p, _E.rsqrt_p, _E.sin_p, _E.cos_p, _E.tan_p))
-tanh, asin, acos, atan = map(_unary, (_E.tanh_p, _E.arcsin_p, _E.arccos_p, _E.arctan_p))
-sinh, cosh, asinh, atanh = map(_unary, (_E.sinh_p, _E.cosh_p, _E.arcsinh_p, _E.arctanh_p))
-abs, sign, floor, ceil = map(_unary, (_E.abs_p, _E.sign_p, _E.floor_p, _E.ceil_p))  # noqa: A001
-logistic, erf, is_finite, bitwise_not = map(_unary, (_E.logistic_p, _E.erf_p, _E.is_finite_p,
+neg, exp, log, log1p, expm1 = map(unary_function, (_E.neg_p, _E.exp_p, _E.log_p, _E.log1p_p, _E.expm1_p))
+sqrt, rsqrt, sin, cos, tan = map(unary_function, (_E.sqrt_p, _E.rsqrt_p, _E.sin_p, _E.cos_p, _E.tan_p))
+tanh, asin, acos, atan = map(unary_function, (_E.tanh_p, _E.arcsin_p, _E.arccos_p, _E.arctan_p))
+sinh, cosh, asinh, atanh = map(unary_function, (_E.sinh_p, _E.cosh_p, _E.arcsinh_p, _E.arctanh_p))
+abs, sign, floor, ceil = map(unary_function, (_E.abs_p, _E.sign_p, _E.floor_p, _E.ceil_p))  # noqa: A001
+logistic, erf, is_finite, bitwise_not = map(unary_function, (_E.logistic_p, _E.erf_p, _E.is_finite_p,
                                                      _E.not_p))
-add, sub, mul, pow = map(_binary, (_E.add_p, _E.sub_p, _E.mul_p, _E.pow_p))  # noqa: A001
-max, min, atan2, rem = map(_binary, (_E.max_p, _E.min_p, _E.atan2_p, _E.rem_p))  # noqa: A001
-eq, ne, lt, le, gt, ge = map(_binary, (_E.eq_p, _E.ne_p, _E.lt_p, _E.le_p, _E.gt_p, _E.ge_p))
-bitwise_and, bitwise_or, bitwise_xor = map(_binary, (_E.and_p, _E.or_p, _E.xor_p))
-real, imag, conj, acosh = map(_unary, (_E.real_p, _E.imag_p, _E.conj_p, _E.arccosh_p))
-complex = _binary(_E.complex_p)  # noqa: A001
+add, sub, mul, pow = map(binary_function, (_E.add_p, _E.sub_p, _E.mul_p, _E.pow_p))  # noqa: A001
+max, min, atan2, rem = map(binary_function, (_E.max_p, _E.min_p, _E.atan2_p, _E.rem_p))  # noqa: A001
+eq, ne, lt, le, gt, ge = map(binary_function, (_E.eq_p, _E.ne_p, _E.lt_p, _E.le_p, _E.gt_p, _E.ge_p))
+bitwise_and, bitwise_or, bitwise_xor = map(binary_function, (_E.and_p, _E.or_p, _E.xor_p))
+real, imag, conj, acosh = map(unary_function, (_E.real_p, _E.imag_p, _E.conj_p, _E.arccosh_p))
+complex = binary_function(_E.complex_p)  # noqa: A001
 
 
 class RoundingMethod(enum.IntEnum):

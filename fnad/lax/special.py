@@ -1,25 +1,10 @@
 """lax's special functions: each binds one primitive of fnad/primitives/special.py,
 with JAX's lax names and signatures (no dtype promotion: operands share one float
 dtype)."""
-from typing import Any, Callable
-
 from ..numpy._core import as_operand
 from ..primitives import special as _S
 from ..typing import Array, ArrayLike
-
-
-def _unary(prim: Any) -> Callable[[ArrayLike], Array]:
-    def op(x: ArrayLike) -> Array:
-        return prim.bind(as_operand(x))
-    op.__name__ = op.__qualname__ = prim.name
-    return op
-
-
-def _binary(prim: Any) -> Callable[[ArrayLike, ArrayLike], Array]:
-    def op(x: ArrayLike, y: ArrayLike) -> Array:
-        return prim.bind(as_operand(x), as_operand(y))
-    op.__name__ = op.__qualname__ = prim.name
-    return op
+from .operators import binary_function as _binary, unary_function as _unary
 
 
 lgamma, digamma, erf_inv, erfc = map(_unary, (_S.lgamma_p, _S.digamma_p, _S.erf_inv_p,
