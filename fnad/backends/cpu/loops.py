@@ -7,6 +7,14 @@ Numba expression that computes it (matrix products, reshapes, transposes, indexi
 running reductions, random bits, sort...; a tuple for a multiple-result primitive),
 calling the helpers in fnad/kernels/cpu/loop_*.py. Otherwise, or until Numba has compiled it, the scan runs its body's compiled driver
 from a Python loop; compilation happens on a background thread, as for kernels.
+
+float16 and bfloat16 values (Numba's cpu target has neither) live in a compiled loop
+as their uint16 bit patterns, viewed so at its boundary, as the fused kernels' drivers
+pass them: its fused kernels are the ones jit generates for bit-pattern operands
+(computing in float32, rounding once per primitive); a primitive that only moves
+values runs on the bits; a matrix product decodes its operands to float32 and encodes
+its result once, as its eager kernel does; any other library call on 16-bit values
+keeps the loop in Python.
 """
 import hashlib
 import math
@@ -19,10 +27,11 @@ from ... import config, events
 from ...cache import register
 from ...program import Literal
 from ...kernels.disk_cache import helpers_digest
-from ...kernels.cpu import elementwise, loop_arrays, loop_index, loop_linalg, special
+from ...kernels.cpu import elementwise, half, loop_arrays, loop_index, loop_linalg, special
 from ...kernels.cpu import random as threefry
 from ...kernels.disk_cache import import_generated
-from ..fusion import Group, KernelSource, literal, materialized, partition
+from ..fusion import CODECS, Group, KernelSource, dtype_source, literal, materialized, \
+    partition
 from . import chunked
 from . import njit
 
@@ -34,16 +43,36 @@ class _Unsupported(Exception):
     pass
 
 
+# Library primitives that only move values: on 16-bit floats they move the bits.
+_MOVES_VALUES = frozenset({"reshape", "squeeze", "expand_dims", "transpose", "rev", "slice",
+                           "concatenate", "dynamic_slice", "dynamic_update_slice", "scatter"})
+# Library primitives whose eager kernels compute 16-bit floats in float32 and round
+# once: the loop decodes their operands and encodes their results.
+_IN_FLOAT32 = frozenset({"dot_general"})
+
+
+def _is_16bit(dtype):
+    return np.dtype(dtype) in CODECS
+
+
+def _held(dtype):
+    """Source naming the dtype a compiled loop holds values of `dtype` in."""
+    return "np.uint16" if _is_16bit(dtype) else f"np.{np.dtype(dtype).name}"
+
+
+def _decode(name, dtype):
+    return f"{_CODEC_FUNCTIONS[np.dtype(dtype)][0]}({name})"
+
+
+def _encode(name, dtype):
+    return f"{_CODEC_FUNCTIONS[np.dtype(dtype)][1]}({name})"
+
+
 def body_source(program, name="body", kernel_prefix="k", nested=None):
     """(source of `def <name>(args) -> tuple`, the kernel sources it calls, which the
     source names <kernel_prefix>0, <kernel_prefix>1, ...). A cond in the program
     calls one function per branch: (name, branch program) pairs appended to
     `nested`, for the caller to define (without `nested`, a cond is unsupported)."""
-    if any(v.aval.dtype == np.float16 for v in _variables(program)):
-        # Numba's cpu target has no float16 arrays, and inside a compiled loop there
-        # is no driver to pass them as bits: the loop stays in Python, its body's
-        # fused kernels compiled.
-        raise _Unsupported("float16")
     steps, via_numpy = _math_through_numpy([_own_group(s) for s in partition(program)])
     materialize = materialized(program, steps)
     names, lines, kernels = {}, [], []
@@ -55,12 +84,15 @@ def body_source(program, name="body", kernel_prefix="k", nested=None):
         if isinstance(a, Literal):
             if a.value.ndim:
                 raise _Unsupported("array literal")
+            if _is_16bit(a.value.dtype):     # held as its bits, as arrays are
+                return f"np.uint16({int(a.value.view(np.uint16))})"
             return literal(a.value)
         return names[a]
 
     for step in steps:
         if isinstance(step, Group):
-            kernel = KernelSource(step, materialize[step])
+            # float16 as bits too: the kernels jit's drivers call (lowering.py)
+            kernel = KernelSource(step, materialize[step], half=True)
             k = f"{kernel_prefix}{len(kernels)}"
             kernels.append(kernel.source)
             outs, rounding = [], []
@@ -69,11 +101,11 @@ def body_source(program, name="body", kernel_prefix="k", nested=None):
                 shape, dtype = var.aval.shape, kernel.output_dtypes[slot]
                 if slot in kernel.reduce_identity:
                     fill = literal(np.asarray(kernel.reduce_identity[slot], dtype))
-                    lines.append(f"{o} = np.full({shape!r}, {fill}, np.{dtype.name})")
+                    lines.append(f"{o} = np.full({shape!r}, {fill}, {_held(dtype)})")
                 else:
-                    lines.append(f"{o} = np.empty({shape!r}, np.{dtype.name})")
+                    lines.append(f"{o} = np.empty({shape!r}, {_held(dtype)})")
                 if dtype != var.aval.dtype:     # partial sums kept wider: round them once
-                    rounding.append(f"{o} = {o}.astype(np.{var.aval.dtype.name})")
+                    rounding.append(f"{o} = {_rounded(o, dtype, var.aval.dtype)}")
                 outs.append(o)
             # A kernel reads its operands as arrays, a scalar literal as a 0-d one.
             ins = [f"np.asarray({value(a)})" if isinstance(a, Literal) else value(a)
@@ -89,10 +121,26 @@ def body_source(program, name="body", kernel_prefix="k", nested=None):
             lines += _cond_lines(e, name, nested, value, names)
             continue
         make = e.prim.numba_source
-        expr = make([value(a) for a in e.inputs], [a.aval for a in e.inputs],
-                    e.outputs[0].aval, **e.params) if make is not None else None
+        operands, avals, out_aval = [value(a) for a in e.inputs], \
+            [a.aval for a in e.inputs], e.outputs[0].aval
+        narrow = [v.aval.dtype for v in list(e.inputs) + list(e.outputs)
+                  if _is_16bit(v.aval.dtype)]
+        decoded = narrow and e.prim.name in _IN_FLOAT32
+        if narrow and not decoded and e.prim.name not in _MOVES_VALUES:
+            raise _Unsupported(f"{e.prim.name} of {narrow[0]} values")
+        if decoded:
+            wide = np.dtype(np.float32)
+            operands = [_decode(n, a.dtype) if _is_16bit(a.dtype) else n
+                        for n, a in zip(operands, avals)]
+            avals = [_widened(a, wide) for a in avals]
+            out_aval = _widened(out_aval, wide)
+        expr = make(operands, avals, out_aval, **e.params) if make is not None else None
         if expr is None:
             raise _Unsupported(e.prim.name)
+        if decoded:
+            if e.prim.multiple_results:
+                raise _Unsupported(f"{e.prim.name} of {narrow[0]} values")
+            expr = _encode(expr, e.outputs[0].aval.dtype)
         outs = []
         for v in e.outputs:     # a multiple-result primitive's expression is a tuple
             outs.append(f"v{len(names)}")
@@ -103,6 +151,21 @@ def body_source(program, name="body", kernel_prefix="k", nested=None):
     source = "\n".join([f"def {name}({', '.join(args)}):"] + ["    " + line for line in lines]
                        + [f"    return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"])
     return source + "\n", kernels
+
+
+def _rounded(name, wide, dtype):
+    """Source rounding the array `name` of dtype `wide` to `dtype` as numpy's astype
+    does (jit's drivers round so): ml_dtypes takes a float64 to bfloat16 through
+    float32, numpy a float64 to float16 at once."""
+    if not _is_16bit(dtype):
+        return f"{name}.astype(np.{dtype.name})"
+    if np.dtype(dtype) != np.float16 and wide != np.float32:
+        name = f"{name}.astype(np.float32)"
+    return _encode(name, dtype)
+
+
+def _widened(aval, dtype):
+    return type(aval)(aval.shape, dtype) if _is_16bit(aval.dtype) else aval
 
 
 def _cond_lines(e, name, nested, value, names):
@@ -168,12 +231,18 @@ def _numpy_lines(e, value, names):
     """An elementwise math call as its primitive's own numpy kernel, in object mode."""
     out = e.outputs[0]
     o = names[out] = f"v{len(names)}"
-    ndim, dtype = len(out.aval.shape), out.aval.dtype.name
+    ndim, dtype = len(out.aval.shape), out.aval.dtype
     layout = ", ".join([":"] * (ndim - 1) + ["::1"])
-    args = ", ".join(value(a) for a in e.inputs)
-    return [f"with numba.objmode({o}='{dtype}[{layout}]'):",
-            f"    {o} = np.ascontiguousarray(PRIMITIVES[{e.prim.name!r}].impl({args}), "
-            f"np.{dtype})"]
+    # 16-bit values are bits in the loop: seen as their dtype by the numpy kernel
+    args = ", ".join(f"{value(a)}.view({dtype_source(a.aval.dtype)})"
+                     if not isinstance(a, Literal) and _is_16bit(a.aval.dtype) else value(a)
+                     for a in e.inputs)
+    result = f"np.ascontiguousarray(PRIMITIVES[{e.prim.name!r}].impl({args}), " \
+        f"{dtype_source(dtype)})"
+    if _is_16bit(dtype):
+        return [f"with numba.objmode({o}='uint16[{layout}]'):",
+                f"    {o} = {result}.view(np.uint16)"]
+    return [f"with numba.objmode({o}='{dtype.name}[{layout}]'):", f"    {o} = {result}"]
 
 
 def _own_group(step):
@@ -188,12 +257,6 @@ def _own_group(step):
     return group
 
 
-def _variables(program):
-    yield from program.invars
-    for e in program.eqns:
-        yield from e.outputs
-
-
 def loop_source(program, num_consts, num_carry, length, reverse):
     n_in = len(program.invars)
     consts = [f"c{i}" for i in range(num_consts)]
@@ -203,7 +266,7 @@ def loop_source(program, num_consts, num_carry, length, reverse):
     y_avals = [a.aval for a in program.outputs[num_carry:]]
     lines = [f"def loop({', '.join(consts + carry + xs)}):"]
     lines += [f"    {h} = {h}.copy()" for h in carry]
-    lines += [f"    {y} = np.empty(({length},) + {tuple(a.shape)!r}, np.{a.dtype.name})"
+    lines += [f"    {y} = np.empty(({length},) + {tuple(a.shape)!r}, {_held(a.dtype)})"
               for y, a in zip(ys, y_avals)]
     lines.append(f"    for k in range({length}):")
     lines.append(f"        i = {length - 1} - k" if reverse else "        i = k")
@@ -229,9 +292,50 @@ from fnad.backends.cpu.njit import load_kernel
 from fnad.core import PRIMITIVES
 from fnad.kernels.cpu import loop_arrays, loop_index, loop_linalg
 from fnad.kernels.cpu import special
+from fnad.kernels.cpu import half
+
+
+@numba.njit(cache=True, nogil=True)
+def float16_decoded(bits):
+    flat = np.ascontiguousarray(bits).ravel()
+    out = np.empty(flat.size, np.float32)
+    for i in range(flat.size):
+        out[i] = half.to_float(flat[i])
+    return out.reshape(bits.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def float16_encoded(values):
+    flat = np.ascontiguousarray(values).ravel()
+    out = np.empty(flat.size, np.uint16)
+    for i in range(flat.size):
+        out[i] = half.to_bits(flat[i])
+    return out.reshape(values.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def bfloat16_decoded(bits):
+    flat = np.ascontiguousarray(bits).ravel()
+    out = np.empty(flat.size, np.float32)
+    for i in range(flat.size):
+        out[i] = half.bfloat16_to_float(flat[i])
+    return out.reshape(bits.shape)
+
+
+@numba.njit(cache=True, nogil=True)
+def bfloat16_encoded(values):
+    flat = np.ascontiguousarray(values).ravel()
+    out = np.empty(flat.size, np.uint16)
+    for i in range(flat.size):
+        out[i] = half.bfloat16_to_bits(flat[i])
+    return out.reshape(values.shape)
 """
+# The 16-bit floats' (decode to float32 arrays, encode to bits) in HEADER.
+_CODEC_FUNCTIONS = {np.dtype(np.float16): ("float16_decoded", "float16_encoded"),
+                    **{d: ("bfloat16_decoded", "bfloat16_encoded")
+                       for d in CODECS if d != np.dtype(np.float16)}}
 # The modules whose functions a loop calls (and Numba compiles into it).
-HELPERS = (elementwise, loop_arrays, loop_index, loop_linalg, special, threefry)
+HELPERS = (elementwise, half, loop_arrays, loop_index, loop_linalg, special, threefry)
 
 
 JIT = '@numba.njit(cache=True, nogil=True, error_model="numpy")\n'
@@ -348,14 +452,28 @@ class _Loop:
             return
         try:
             module = _module(self.text(*programs))
-            module.loop(*args)          # compile (or load) for these argument types
-            self.ready = module.loop
+            loop = _bit_views(module.loop, [a.dtype for a in args],
+                              [v.aval.dtype for v in programs[0].outputs])
+            loop(*args)                 # compile (or load) for these argument types
+            self.ready = loop
         except Exception as err:        # an unsupported body keeps the Python loop
             self.ready = False
             self.reason = f"{type(err).__name__}: {err}"
             if config.log_compiles:
                 events.logger.warning("fnad: loop body left to a Python loop (%s: %s)",
                                       type(err).__name__, str(err)[:3000])
+
+
+def _bit_views(loop, arg_dtypes, out_dtypes):
+    """loop, taking and giving its 16-bit float arrays as their uint16 bits inside."""
+    if not any(_is_16bit(d) for d in list(arg_dtypes) + list(out_dtypes)):
+        return loop
+    out_dtypes = [np.dtype(d) for d in out_dtypes]
+
+    def call(*args):
+        outs = loop(*[a.view(np.uint16) if _is_16bit(a.dtype) else a for a in args])
+        return tuple(o.view(d) if _is_16bit(d) else o for o, d in zip(outs, out_dtypes))
+    return call
 
 
 def compiled_loop(programs, key, text, args):
