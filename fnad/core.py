@@ -72,6 +72,11 @@ class Primitive:
             (host callbacks, printing, collectives): the optimizer never folds,
             merges, reorders or removes them, nor a call whose program holds one
             (but see combinable)
+    on_16bit: how a compiled loop body runs it on float16/bfloat16 values, which it
+            holds as bit patterns: "bits" (it only moves values, so it moves the bits),
+            "float32" (its kernel computes in float32 and rounds once: the loop decodes
+            the operands and encodes the results), None (no 16-bit loop form: the loop
+            stays in Python)
     combinable: True for multiple-result primitives that treat each operand on its
             own, so bind(*a, *b) == bind(*a) + bind(*b) for equal params: the
             optimizer may make nearby independent calls one call (the collectives'
@@ -83,7 +88,8 @@ class Primitive:
     def __init__(self, name, *, abstract_eval, impl, jvp, vjp, batch,
                  scalar=None, reduction=None, index_map=None, simplify=None,
                  numba_source=None, onnx=None, precision=None, effect=False,
-                 combinable=False, multiple_results=False, selective_vjp=False):
+                 combinable=False, on_16bit=None, multiple_results=False,
+                 selective_vjp=False):
         if name in PRIMITIVES:
             raise ValueError(f"primitive {name!r} is declared twice")
         self.name = name
@@ -101,6 +107,7 @@ class Primitive:
         self.precision = precision
         self.effect = effect
         self.combinable = combinable
+        self.on_16bit = on_16bit
         self.multiple_results = multiple_results
         self.selective_vjp = selective_vjp
         PRIMITIVES[name] = self

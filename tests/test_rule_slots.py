@@ -36,7 +36,7 @@ CALLABLE_SLOTS = {
 }
 REQUIRED = ("abstract_eval", "impl", "jvp", "vjp", "batch")
 OPTIONAL = ("scalar", "reduction", "index_map", "simplify", "numba_source")
-SLOTS = REQUIRED + OPTIONAL + ("multiple_results", "selective_vjp", "combinable")
+SLOTS = REQUIRED + OPTIONAL + ("multiple_results", "selective_vjp", "combinable", "on_16bit")
 
 
 def _positional(fn):
@@ -121,6 +121,8 @@ def slot_problems(prim):
     for flag in ("multiple_results", "selective_vjp", "combinable"):
         if not isinstance(getattr(prim, flag), bool):
             problems.append(f"{flag}: not a bool")
+    if prim.on_16bit not in (None, "bits", "float32"):
+        problems.append(f"on_16bit: None, 'bits' or 'float32', got {prim.on_16bit!r}")
     if prim.combinable is True and prim.multiple_results is not True:
         problems.append("combinable: needs multiple_results=True (one output per operand)")
     if prim.selective_vjp is True and callable(prim.vjp) \
@@ -184,6 +186,7 @@ def test_the_checker_accepts_a_well_formed_declaration(declare):
     ("reduction", (lambda dtype: 0, "{acc} +", lambda d: d)),     # combine without {x}
     ("selective_vjp", 1),                               # not a bool
     ("combinable", True),                               # one result per call
+    ("on_16bit", "float16"),                            # not one of the three
 ])
 def test_the_checker_rejects_a_malformed_slot(declare, slot, bad):
     prim = declare(**_rules(**{slot: bad}))

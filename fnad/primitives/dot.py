@@ -220,7 +220,9 @@ dot_general_p = Primitive("dot_general", abstract_eval=_shape_rule, impl=_impl, 
                           vjp=_vjp, batch=_batch, numba_source=_numba_source,
                           selective_vjp=True, simplify=_fold_transposes, onnx=_onnx_dot_general,
                           # autocast runs matrix products in its low-precision dtype
-                          precision="low")
+                          precision="low",
+                          # 16-bit floats through float32 BLAS, rounded once (_impl)
+                          on_16bit="float32")
 
 
 def dot_general(lhs: Array | np.ndarray, rhs: Array | np.ndarray,

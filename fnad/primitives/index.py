@@ -518,18 +518,19 @@ def _scatter_batch(name):
 _min_jvp, _min_vjp = _extremum_rules("scatter_min")
 _max_jvp, _max_vjp = _extremum_rules("scatter_max")
 
-#            name           kernel op      kinds   jvp       vjp
-_SCATTERS = [("scatter",     kernels.SET, "biufc", _set_jvp, _set_vjp),
-             ("scatter_add", kernels.ADD, "iufc",  _add_jvp, _add_vjp),
-             ("scatter_mul", kernels.MUL, "iufc",  _mul_jvp, _mul_vjp),
-             ("scatter_min", kernels.MIN, "biuf", _min_jvp, _min_vjp),
-             ("scatter_max", kernels.MAX, "biuf", _max_jvp, _max_vjp)]
+#            name           kernel op      kinds   jvp       vjp       16-bit loops
+_SCATTERS = [("scatter",     kernels.SET, "biufc", _set_jvp, _set_vjp, "bits"),
+             ("scatter_add", kernels.ADD, "iufc",  _add_jvp, _add_vjp, None),
+             ("scatter_mul", kernels.MUL, "iufc",  _mul_jvp, _mul_vjp, None),
+             ("scatter_min", kernels.MIN, "biuf", _min_jvp, _min_vjp, None),
+             ("scatter_max", kernels.MAX, "biuf", _max_jvp, _max_vjp, None)]
 
 SCATTERS = {name: Primitive(name, abstract_eval=_scatter_shape(name, kinds),
                             impl=_scatter_impl(name, op, kinds), jvp=jvp, vjp=vjp,
                             batch=_scatter_batch(name),
-                            numba_source=_numba_scatter(name), onnx=_onnx_scatter(name))
-            for name, op, kinds, jvp, vjp in _SCATTERS}
+                            numba_source=_numba_scatter(name), onnx=_onnx_scatter(name),
+                            on_16bit=on_16bit)
+            for name, op, kinds, jvp, vjp, on_16bit in _SCATTERS}
 scatter_p, scatter_add_p, scatter_mul_p, scatter_min_p, scatter_max_p = SCATTERS.values()
 
 
@@ -615,7 +616,8 @@ def _dynamic_slice_batch(args, batch_dims, slice_sizes):
 dynamic_slice_p = Primitive("dynamic_slice", abstract_eval=_dynamic_slice_shape,
                             impl=_dynamic_slice_impl, jvp=_dynamic_slice_jvp,
                             vjp=_dynamic_slice_vjp, batch=_dynamic_slice_batch,
-                            numba_source=_numba_dynamic_slice, onnx=_onnx_dynamic_slice)
+                            numba_source=_numba_dynamic_slice, onnx=_onnx_dynamic_slice,
+                            on_16bit="bits")
 
 
 def _dynamic_update_slice_shape(operand, update, *starts):
@@ -666,7 +668,8 @@ dynamic_update_slice_p = Primitive(
     "dynamic_update_slice", abstract_eval=_dynamic_update_slice_shape,
     impl=_dynamic_update_slice_impl, jvp=_dynamic_update_slice_jvp,
     vjp=_dynamic_update_slice_vjp, batch=_dynamic_update_slice_batch,
-    numba_source=_numba_dynamic_update_slice, onnx=_onnx_dynamic_update_slice)
+    numba_source=_numba_dynamic_update_slice, onnx=_onnx_dynamic_update_slice,
+    on_16bit="bits")
 
 
 # --------------------------------------------------------------------------- lax-style functions

@@ -42,7 +42,8 @@ def _squeeze_batch(x, d, dimensions):
 squeeze_p = linear("squeeze", lambda x, dimensions: x.reshape(
                        tuple(n for i, n in enumerate(x.shape) if i not in dimensions)),
                    _squeeze_shape, lambda g, x, dimensions: reshape(g, x.shape),
-                   batch=_squeeze_batch, numba_source=numba_reshape, onnx=onnx.squeeze)
+                   batch=_squeeze_batch, numba_source=numba_reshape, onnx=onnx.squeeze,
+                   on_16bit="bits")
 
 
 def squeeze(x: Array | np.ndarray, dimensions: Sequence[int]) -> Array:
@@ -74,7 +75,8 @@ def _expand_dims_batch(x, d, dimensions):
 expand_dims_p = linear("expand_dims",
                        lambda x, dimensions: x.reshape(expanded_shape(x.shape, dimensions)),
                        _expand_dims_shape, lambda g, x, dimensions: reshape(g, x.shape),
-                       batch=_expand_dims_batch, numba_source=numba_reshape, onnx=onnx.expand_dims)
+                       batch=_expand_dims_batch, numba_source=numba_reshape,
+                       onnx=onnx.expand_dims, on_16bit="bits")
 
 
 def expand_dims(x: Array | np.ndarray, dimensions: Sequence[int]) -> Array:
@@ -100,7 +102,7 @@ rev_p = linear(
     numba_source=lambda args, in_avals, out, dimensions: (
         "np.ascontiguousarray({}[{}])".format(args[0], ", ".join(
             "::-1" if d in dimensions else ":" for d in range(out.ndim)))
-        if out.shape else None), onnx=onnx.rev)
+        if out.shape else None), onnx=onnx.rev, on_16bit="bits")
 
 
 def rev(x: Array | np.ndarray, dimensions: Sequence[int]) -> Array:
@@ -147,7 +149,7 @@ slice_p = linear(
     numba_source=lambda args, in_avals, out, start_indices, limit_indices, strides: (
         "np.ascontiguousarray({}[{}])".format(args[0], ", ".join(
             f"{s}:{l}:{st}" for s, l, st in zip(start_indices, limit_indices, strides)))
-        if out.shape else None), onnx=onnx.slice_)
+        if out.shape else None), onnx=onnx.slice_, on_16bit="bits")
 
 
 def slice(x: Array | np.ndarray, start_indices: Sequence[int],  # noqa: A001 (lax's name)
@@ -290,7 +292,7 @@ concatenate_p = Primitive("concatenate", abstract_eval=_concatenate_shape,
                           jvp=_concatenate_jvp, vjp=_concatenate_vjp, batch=_concatenate_batch,
                           numba_source=lambda args, in_avals, out, dimension: (
                               f"np.concatenate(({', '.join(args)},), axis={dimension})"),
-                              onnx=onnx.concatenate)
+                          onnx=onnx.concatenate, on_16bit="bits")
 
 
 def concatenate(xs: Sequence[Array | np.ndarray], dimension: int) -> Array:

@@ -216,7 +216,7 @@ def numba_reshape(args, in_avals, out, **params):
 reshape_p = linear("reshape", lambda x, new_sizes: x.reshape(new_sizes), _reshape_shape,
                    lambda g, x, new_sizes: reshape(g, x.shape), batch=_reshape_batch,
                    simplify=compose_with_producer(lambda inner, outer: outer),
-                   numba_source=numba_reshape, onnx=onnx.reshape)
+                   numba_source=numba_reshape, onnx=onnx.reshape, on_16bit="bits")
 
 
 def reshape(x: Array | np.ndarray, new_sizes: Sequence[int]) -> Array:
@@ -252,7 +252,7 @@ transpose_p = linear(
         is_identity=_identity_permutation),
     numba_source=lambda args, in_avals, out, permutation: (
         f"np.ascontiguousarray(np.transpose({args[0]}, {tuple(permutation)!r}))"),
-        onnx=onnx.transpose)
+        onnx=onnx.transpose, on_16bit="bits")
 
 
 def transpose(x: Array | np.ndarray, permutation: Sequence[int]) -> Array:

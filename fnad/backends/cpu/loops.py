@@ -43,13 +43,6 @@ class _Unsupported(Exception):
     pass
 
 
-# Library primitives that only move values: on 16-bit floats they move the bits.
-_MOVES_VALUES = frozenset({"reshape", "squeeze", "expand_dims", "transpose", "rev", "slice",
-                           "concatenate", "dynamic_slice", "dynamic_update_slice", "scatter"})
-# Library primitives whose eager kernels compute 16-bit floats in float32 and round
-# once: the loop decodes their operands and encodes their results.
-_IN_FLOAT32 = frozenset({"dot_general"})
-
 
 def _is_16bit(dtype):
     return np.dtype(dtype) in CODECS
@@ -125,8 +118,9 @@ def body_source(program, name="body", kernel_prefix="k", nested=None):
             [a.aval for a in e.inputs], e.outputs[0].aval
         narrow = [v.aval.dtype for v in list(e.inputs) + list(e.outputs)
                   if _is_16bit(v.aval.dtype)]
-        decoded = narrow and e.prim.name in _IN_FLOAT32
-        if narrow and not decoded and e.prim.name not in _MOVES_VALUES:
+        # each primitive declares how it runs on 16-bit values (its on_16bit slot)
+        decoded = narrow and e.prim.on_16bit == "float32"
+        if narrow and not decoded and e.prim.on_16bit != "bits":
             raise _Unsupported(f"{e.prim.name} of {narrow[0]} values")
         if decoded:
             wide = np.dtype(np.float32)
