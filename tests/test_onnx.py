@@ -655,6 +655,48 @@ def test_loader_operator_table_matches_onnxruntime():
             assert np.asarray(g).shape == w.shape, op_type
 
 
+def _one_node_against_the_reference(node, inputs, outputs, opset, inits, *args):
+    """A one-node model loaded by fnad vs onnx.reference (ONNX's own semantics)."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    graph = helper.make_graph([node], "g", inputs, outputs, initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    apply, params = fnad.onnx.load(model)
+    got = apply(params, *args)
+    got = list(got) if isinstance(got, (tuple, list)) else [got]
+    want = ReferenceEvaluator(model).run(None, {i.name: a for i, a in zip(graph.input, args)})
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == w.dtype and np.array_equal(np.asarray(g), w), (g, w)
+
+
+def test_loader_reductions_exclusive_cumsum_and_integer_topk_are_onnxs():
+    """Reductions' `axes` attribute before opset 18 (it was dropped: a mean over every
+    axis), exclusive CumSum past an inf (cumsum - x gave NaN), TopK largest of uint8
+    and int8 (ranking by -x wrapped around)."""
+    from onnx import TensorProto, helper, numpy_helper
+    info = helper.make_tensor_value_info
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for op_type, opset, axes in (("ReduceMean", 13, [1]), ("ReduceSum", 11, [0]),
+                                 ("ReduceMax", 17, [1])):
+        _one_node_against_the_reference(
+            helper.make_node(op_type, ["x"], ["y"], axes=axes, keepdims=1),
+            [info("x", TensorProto.FLOAT, [2, 3])], [info("y", TensorProto.FLOAT, None)],
+            opset, [], x)
+    for reverse in (0, 1):
+        _one_node_against_the_reference(
+            helper.make_node("CumSum", ["x", "a"], ["y"], exclusive=1, reverse=reverse),
+            [info("x", TensorProto.FLOAT, [4])], [info("y", TensorProto.FLOAT, None)], 14,
+            [numpy_helper.from_array(np.array(0, np.int64), "a")],
+            np.array([1.0, np.inf, 2.0, -0.5], np.float32))
+    for values, elem in ((np.array([0, 200, 3, 200], np.uint8), TensorProto.UINT8),
+                         (np.array([-128, 5, 127, -128], np.int8), TensorProto.INT8),
+                         (np.array([1.0, 3.0, 3.0, -2.0], np.float32), TensorProto.FLOAT)):
+        _one_node_against_the_reference(
+            helper.make_node("TopK", ["x", "k"], ["v", "i"], largest=1),
+            [info("x", elem, [4])], [info("v", elem, None), info("i", TensorProto.INT64, None)],
+            14, [numpy_helper.from_array(np.array([3], np.int64), "k")], values)
+
+
 def test_torch_exported_model_loads_and_differentiates():
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)

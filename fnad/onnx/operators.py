@@ -351,23 +351,34 @@ def _einsum(ctx, env, *xs, equation):
 @op("TopK")
 def _topk(ctx, env, x, k, axis=-1, largest=1, sorted=1):  # noqa: A002 (ONNX's name)
     k = ints(k)[0]
-    order = fnp.argsort(-x if largest else x, axis=axis)
+    # largest first, ties in index order: a stable ascending sort of an order-reversing
+    # key (~x for integers and bools, which cannot wrap as -x does for uint8 or iinfo.min)
+    exact = np.issubdtype(fnp.asarray(x).dtype, np.integer) or fnp.asarray(x).dtype == bool
+    order = fnp.argsort((~x if exact else -x) if largest else x, axis=axis, stable=True)
     idx = lax.slice_in_dim(order, 0, k, axis=axis)
     return [fnp.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
 
 
 @op("CumSum")
 def _cumsum(ctx, env, x, axis, exclusive=0, reverse=0):
-    axis = ints(axis)[0]
-    out = lax.cumsum(x, axis % fnp.ndim(x), reverse=bool(reverse))
-    return out - x if exclusive else out
+    axis = ints(axis)[0] % fnp.ndim(x)
+    if exclusive:
+        # the sums of the elements before each one: the input shifted one place (a zero
+        # coming in), summed; cumsum(x) - x would give inf - inf = NaN after an inf
+        config = [(0, 0, 0)] * fnp.ndim(x)
+        config[axis] = (-1, 1, 0) if reverse else (1, -1, 0)
+        x = lax.pad(x, 0, config)
+    return lax.cumsum(x, axis, reverse=bool(reverse))
 
 
 # --------------------------------------------------------------------------- reductions
 
 def _reduction(fn, since):
     def rule(ctx, env, x, axes=None, keepdims=1, noop_with_empty_axes=0, **attrs):
-        axes = _axes(ctx, axes if ctx.opset >= since else None, attrs.get("axes"))
+        # `axes` is an input from opset `since` on, an attribute before it; both arrive
+        # as this keyword
+        axes = _axes(ctx, axes if ctx.opset >= since else None,
+                     axes if ctx.opset < since else None)
         if not axes:
             if noop_with_empty_axes:
                 return x
