@@ -6,12 +6,16 @@ from .errors import DTypeError, ShapeError
 
 
 class ShapedArray:
-    """An abstract value: what is known of an array while tracing."""
-    __slots__ = ("shape", "dtype")
+    """An abstract value: what is known of an array while tracing. weak_type marks a
+    jit argument made from a Python scalar (fnad.numpy.asarray(2.0)): it promotes like
+    that scalar, as the Array does eagerly. Results of operations are never weak, and
+    shape rules compare shapes and dtypes only (jit's trace key holds the flags)."""
+    __slots__ = ("shape", "dtype", "weak_type")
 
-    def __init__(self, shape, dtype):
+    def __init__(self, shape, dtype, weak_type=False):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
+        self.weak_type = weak_type
 
     @property
     def ndim(self):
@@ -29,7 +33,8 @@ class ShapedArray:
         return hash((self.shape, self.dtype))
 
     def __repr__(self):
-        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+        weak = "~" if self.weak_type else ""      # as JAX prints a weak f32[]: ~float32[]
+        return f"{weak}{self.dtype.name}[{','.join(map(str, self.shape))}]"
 
 
 def get_aval(x):

@@ -194,10 +194,7 @@ class Array(metaclass=abc.ABCMeta):
         """True for an array made from a Python scalar (fnad.numpy.asarray(0.0)), as in
         JAX: it promotes like that scalar, and as a loop's initial carry it takes the
         dtype the body gives it. Results of operations are never weak."""
-        try:
-            return self._weak
-        except AttributeError:
-            return False
+        return getattr(self, "_weak", False)       # (unset unless weakly_typed set it)
 
     @property
     def device(self):

@@ -284,6 +284,21 @@ def test_float64_is_never_narrowed():
         assert (fnp.ones(3, fnp.float32) * np.float64(2.0)).dtype == np.float64
 
 
+@pytest.mark.parametrize("low", [fnp.float16, fnp.bfloat16, fnp.int32])
+def test_an_array_made_from_a_python_scalar_promotes_alike_under_jit(low):
+    """fnp.asarray(2.0) is weak: eagerly a float16 array times it stays float16; a jit
+    argument made from it must do the same (it was traced as a strong float32)."""
+    a, s = fnp.ones(3, low), fnp.asarray(2.0)
+    f = lambda a, s: a * s       # noqa: E731
+    eager = f(a, s)
+    for _ in range(2):                          # the traced call and the fast path
+        got = fnad.jit(f)(a, s)
+        assert got.dtype == eager.dtype and np.array_equal(np.asarray(got), np.asarray(eager))
+    strong = fnad.jit(f)(a, fnp.asarray(np.float32(2.0)))      # a strong float32: its own trace
+    assert strong.dtype == np.float32 == f(a, fnp.asarray(np.float32(2.0))).dtype
+    assert "~float32[]" in str(fnad.make_jaxpr(f)(a, s))
+
+
 @pytest.mark.parametrize("fn", [fnp.linspace, fnp.logspace, fnp.geomspace])
 def test_spaced_points_keep_float64_bounds(fn):
     """numpy float64 bounds give float64 points, as numpy (they gave float32); Python

@@ -117,9 +117,11 @@ class Jitted(Generic[P, R]):
                             f"Python object static with static_argnums/static_argnames "
                             f"(a method's `self`: functools.partial(jit, "
                             f"static_argnums=0)) or register its class as a pytree") from None
-        avals = tuple(ShapedArray(x.shape, x.dtype) for x in flat)
-        # x64 and the bound axis names (vmap's axis_size) change what f traces to
-        key = (in_tree, avals, static, config.enable_x64, axis_env_key())
+        weak = tuple(getattr(x, "weak_type", False) for x in flat)
+        avals = tuple(ShapedArray(x.shape, x.dtype, w) for x, w in zip(flat, weak))
+        # x64 and the bound axis names (vmap's axis_size) change what f traces to, and
+        # so do arguments made from Python scalars (they promote like them)
+        key = (in_tree, avals, weak, static, config.enable_x64, axis_env_key())
         entry = self.cache.get(key)
         if entry is None:
             if config.explain_cache_misses and self.cache:
@@ -323,12 +325,17 @@ def _concrete(x):
 
 
 def _fast_key(args):
-    """The fast path's key: type, shape and dtype of each Array argument (AttributeError
-    for anything else). One argument, the common case, skips building a list."""
+    """The fast path's key: type, shape and dtype of each Array argument, and for a 0-d
+    one whether it is weak (only an array made from one Python scalar can be, so larger
+    ones skip the check); AttributeError for anything else. One argument, the common
+    case, skips building a list."""
     if len(args) == 1:
         a = args[0]
-        return type(a), a._value.shape, a._value.dtype
-    return tuple([(type(a), a._value.shape, a._value.dtype) for a in args])
+        shape = a._value.shape
+        return (type(a), shape, a._value.dtype, a.weak_type) if not shape else \
+            (type(a), shape, a._value.dtype)
+    return tuple([(type(a), a._value.shape, a._value.dtype, a.weak_type) if not a._value.shape
+                  else (type(a), a._value.shape, a._value.dtype) for a in args])
 
 
 class _Traces:

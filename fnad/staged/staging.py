@@ -23,6 +23,11 @@ from ..transforms.optimize import optimize
 class StagedTracer(Tracer):
     __slots__ = ("aval", "var", "shape", "dtype")
 
+    @property
+    def weak_type(self):
+        """A jit argument made from a Python scalar promotes like it (see ShapedArray)."""
+        return self.aval.weak_type
+
     def _check_not_escaped(self):
         if not self._trace.alive:
             raise EscapedTracerError(
