@@ -26,6 +26,7 @@ import numpy as np
 from ... import config, events
 from ...cache import register
 from ...program import Literal
+from ...staged.control import cond_p
 from ...kernels.disk_cache import helpers_digest
 from ...kernels.cpu import elementwise, half, loop_arrays, loop_index, loop_linalg, special
 from ...kernels.cpu import random as threefry
@@ -110,8 +111,8 @@ def body_source(program, name="body", kernel_prefix="k", nested=None):
         if e in via_numpy:
             lines += _numpy_lines(e, value, names)
             continue
-        if e.prim.name == "cond" and nested is not None:
-            lines += _cond_lines(e, name, nested, value, names)
+        if e.prim in _STRUCTURED and nested is not None:
+            lines += _STRUCTURED[e.prim](e, name, nested, value, names)
             continue
         make = e.prim.numba_source
         operands, avals, out_aval = [value(a) for a in e.inputs], \
@@ -184,6 +185,11 @@ def _cond_lines(e, name, nested, value, names):
                          f"{'if' if k == 0 else 'elif'} {choice} == {k}:")
         lines.append(("    " if len(calls) > 1 else "") + f"{target}{call}({ops})")
     return lines
+
+
+# Control-flow primitives this compiler writes as structured Python (the loop's own
+# if/elif over functions it defines), the way a backend registers its kernels.
+_STRUCTURED = {cond_p: _cond_lines}
 
 
 # A fused group calling exp, tanh... on at least this many elements runs one equation
