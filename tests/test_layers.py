@@ -16,7 +16,7 @@ LAYERS = [
     ("kernels", ["fnad.kernels"]),
     ("abstract values", ["fnad.abstract"]),
     ("program IR", ["fnad.program"]),
-    ("array", ["fnad.array"]),
+    ("array", ["fnad.array", "fnad.typing"]),      # typing: aliases over Array
     ("backend registry", ["fnad.backend"]),
     ("core", ["fnad.core"]),
     ("primitives", ["fnad.primitives"]),
