@@ -80,8 +80,13 @@ def print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> None:
 def breakpoint(*, ordered: bool = False, **kwargs: Any) -> None:
     """Stop in pdb when the values exist, with the caller's arrays (their numpy values)
     and its other local variables in scope; `c` continues. Under jit this happens at
-    every call of the compiled function, under vmap once per example."""
-    del kwargs      # (JAX's backend, filter_frames, num_frames, token)
+    every call of the compiled function, under vmap once per example. fnad's host
+    callbacks always run in program order, so `ordered` changes nothing; JAX's other
+    options (backend, filter_frames, num_frames, token) are refused."""
+    if kwargs:
+        raise CallbackError(f"debug.breakpoint: fnad takes none of JAX's options "
+                            f"{', '.join(sorted(kwargs))} (its breakpoint opens pdb on the "
+                            f"caller's frame)")
     frame = sys._getframe(1)
     scope = dict(frame.f_globals)
     scope.update(frame.f_locals)
@@ -109,8 +114,11 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     It has no derivative of its own: differentiate through fnad.custom_jvp or
     fnad.custom_vjp, whose rules may call pure_callback too. Results are cast to the
     declared dtypes within a kind (float64 to float32); another kind is a
-    CallbackError."""
-    del sharding    # (one device per computation in fnad)
+    CallbackError. `sharding` is JAX's; fnad runs a computation on one device, so only
+    None is accepted."""
+    if sharding is not None:
+        raise CallbackError("pure_callback: fnad runs each computation on one device and "
+                            f"takes no sharding (got {sharding!r}); leave it None")
     if not callable(callback):
         raise CallbackError(f"pure_callback: the first argument must be callable, got "
                             f"{type(callback).__name__}")

@@ -37,8 +37,12 @@ _state: dict[str, Any] = {"log_dir": None, "path": None, "events": None}
 
 def start_trace(log_dir: str | os.PathLike[str], create_perfetto_link: bool = False,
                 create_perfetto_trace: bool = False) -> None:
-    """Start recording; stop_trace() writes the trace into `log_dir` (made if needed)."""
-    del create_perfetto_link, create_perfetto_trace     # (JAX's options: no server here)
+    """Start recording; stop_trace() writes the trace into `log_dir` (made if needed).
+    JAX's Perfetto options are refused: open the written .json.gz in ui.perfetto.dev."""
+    if create_perfetto_link or create_perfetto_trace:
+        raise ValueError("fnad.profiler: create_perfetto_link/create_perfetto_trace are "
+                         "JAX's; fnad writes a Chrome trace-event .json.gz, which "
+                         "ui.perfetto.dev and chrome://tracing open as it is")
     with _lock:
         if events.recording is not None:
             raise RuntimeError("fnad.profiler: a trace is already being recorded; "
@@ -69,7 +73,7 @@ def stop_trace() -> Any:
 def trace(log_dir: str | os.PathLike[str], create_perfetto_link: bool = False,
           create_perfetto_trace: bool = False) -> Iterator[None]:
     """with trace(log_dir): record the block (see the module's docstring)."""
-    start_trace(log_dir)
+    start_trace(log_dir, create_perfetto_link, create_perfetto_trace)
     try:
         yield
     finally:

@@ -260,6 +260,14 @@ def test_pure_callback_errors():
         fnad.vmap(lambda x: fnad.pure_callback(host_cos, spec, x))(fnp.ones((2, 3)))
     with pytest.raises(CallbackError, match="callable"):
         fnad.pure_callback(3, spec, X)
+    # JAX's options fnad has no meaning for are refused, not dropped
+    with pytest.raises(CallbackError, match="sharding"):
+        fnad.pure_callback(host_cos, spec, X, sharding="one device")
+    with pytest.raises(CallbackError, match="backend"):
+        fnad.debug.breakpoint(backend="cpu")
+    with pytest.raises(ValueError, match="perfetto"):
+        with fnad.profiler.trace("unused-log-dir", create_perfetto_link=True):
+            pass
 
 
 # --------------------------------------------------------------------------- hooks

@@ -669,6 +669,22 @@ def _one_node_against_the_reference(node, inputs, outputs, opset, inits, *args):
         assert np.asarray(g).dtype == w.dtype and np.array_equal(np.asarray(g), w), (g, w)
 
 
+def test_loader_refuses_training_dropout_and_string_constants():
+    from onnx import TensorProto, helper, numpy_helper
+    info = helper.make_tensor_value_info
+    for node, inits in (
+            (helper.make_node("Dropout", ["x", "r", "t"], ["y"]),
+             [numpy_helper.from_array(np.float32(0.5), "r"),
+              numpy_helper.from_array(np.array(True), "t")]),
+            (helper.make_node("Constant", [], ["y"], value_strings=["a", "b"]), [])):
+        graph = helper.make_graph([node], "g", [info("x", TensorProto.FLOAT, [2])],
+                                  [info("y", TensorProto.FLOAT, None)], initializer=inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        apply, params = fnad.onnx.load(model)
+        with pytest.raises(fnad.errors.UnsupportedOperatorError, match=node.op_type):
+            apply(params, np.ones(2, np.float32))
+
+
 def test_loader_reductions_exclusive_cumsum_and_integer_topk_are_onnxs():
     """Reductions' `axes` attribute before opset 18 (it was dropped: a mean over every
     axis), exclusive CumSum past an inf (cumsum - x gave NaN), TopK largest of uint8

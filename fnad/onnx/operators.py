@@ -174,6 +174,8 @@ def _gelu(ctx, env, x, approximate="none"):
 
 @op("Cast")
 def _cast(ctx, env, x, to, saturate=1):
+    # (saturate is about float8 targets, which fnad has no dtype for: the cast below
+    # refuses them)
     dtype = helper.tensor_dtype_to_np_dtype(to)
     return x.astype(dtype) if isinstance(x, np.ndarray) else fnp.asarray(x).astype(dtype)
 
@@ -181,6 +183,9 @@ def _cast(ctx, env, x, to, saturate=1):
 @op("Constant")
 def _constant(ctx, env, value=None, value_float=None, value_floats=None, value_int=None,
               value_ints=None, **other):
+    if other:       # value_string(s), sparse_value: no fnad array holds them
+        raise UnsupportedOperatorError(f"fnad.onnx.load: Constant with "
+                                       f"{', '.join(sorted(other))}")
     if value is not None:
         return numpy_helper.to_array(value)
     if value_float is not None:
@@ -193,7 +198,12 @@ def _constant(ctx, env, value=None, value_float=None, value_floats=None, value_i
 
 
 @op("Dropout")
-def _dropout(ctx, env, x, *rest, **attrs):
+def _dropout(ctx, env, x, ratio=None, training_mode=None, **attrs):
+    # inference: the identity (and an all-true mask); a training-mode dropout would
+    # need random numbers the graph does not carry
+    if training_mode is not None and bool(np.asarray(training_mode)):
+        raise UnsupportedOperatorError("fnad.onnx.load: Dropout with training_mode true "
+                                       "(export the model in eval mode)")
     return [x, fnp.ones(fnp.shape(x), bool)]
 
 
