@@ -27,8 +27,10 @@ members' inputs to all members' outputs): psum is self-adjoint (the transpose of
 other's transposes, ppermute's is the inverse permutation, pmax/pmin share the
 derivative between the members holding the extremum, as reduce_max does.
 
-All collectives are effects: the optimizer never folds, merges or drops them (a
-process that skipped an all-reduce would leave its peers waiting forever).
+All collectives are effects: the optimizer never folds, drops or reorders them past
+another effect (a process that skipped an all-reduce would leave its peers waiting
+forever). The all-reduces are `combinable`: independent ones next to each other
+become one call over all their operands, the same in every process.
 """
 import contextvars
 

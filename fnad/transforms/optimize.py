@@ -28,7 +28,8 @@ def optimize(closed):
     closed = sums_of_pads_as_concatenations(closed)
     closed = eliminate_dead_code(closed)
     closed = combine_independent_calls(closed)
-    return recompute_cheap_elementwise(closed)
+    # the recomputed copies leave their originals dead where no one else reads them
+    return eliminate_dead_code(recompute_cheap_elementwise(closed))
 
 
 def _substitute(closed, eqns, replace, extra_consts=()):
