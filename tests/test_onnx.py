@@ -685,6 +685,31 @@ def test_loader_refuses_training_dropout_and_string_constants():
             apply(params, np.ones(2, np.float32))
 
 
+def test_bfloat16_exports_keep_nans_and_loads_weights_as_params():
+    """bfloat16 is a float to the exporter's NaN rules and to the loader's parameters
+    (numpy calls its kind "V")."""
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    bf16 = fnp.bfloat16
+    x = np.array([1.5, np.nan, -2.0, 3.0], bf16)
+    model = fnad.onnx.export(lambda v: fnp.maximum(v, np.asarray(1.0, bf16)), x)
+    assert "IsNaN" in {n.op_type for n in model.graph.node}
+    got = ReferenceEvaluator(model).run(None, {model.graph.input[0].name: x})[0]
+    assert np.array_equal(got, np.asarray(fnp.maximum(x, np.asarray(1.0, bf16))),
+                          equal_nan=True)
+    w = np.arange(8, dtype=np.float32).reshape(4, 2).astype(bf16)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)],
+        initializer=[numpy_helper.from_array(w, "w")])
+    apply, params = fnad.onnx.load(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert set(params) == {"w"} and params["w"].dtype == bf16
+    g = fnad.grad(lambda p: apply(p, np.ones((1, 4), bf16)).astype(np.float32).sum())(params)
+    assert np.array_equal(np.asarray(g["w"]).astype(np.float32), np.ones((4, 2), np.float32))
+
+
 def test_loader_reductions_exclusive_cumsum_and_integer_topk_are_onnxs():
     """Reductions' `axes` attribute before opset 18 (it was dropped: a mean over every
     axis), exclusive CumSum past an inf (cumsum - x gave NaN), TopK largest of uint8

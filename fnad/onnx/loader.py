@@ -15,6 +15,7 @@ from onnx import numpy_helper
 
 from .. import numpy as fnp
 from .._api import ensure_compile_time_eval
+from ..dtypes import is_float
 from ..errors import FileFormatError, UnsupportedOperatorError
 from .operators import OPERATORS, Context
 from . import network_ops  # noqa: F401  (registers the network and control-flow operators)
@@ -44,7 +45,7 @@ def load(path_or_model):
     params, constants = {}, {}
     for t in graph.initializer:
         value = numpy_helper.to_array(t)
-        if value.dtype.kind == "f":
+        if is_float(value.dtype):      # bfloat16 weights are parameters too
             params[t.name] = fnp.asarray(value)
         else:
             constants[t.name] = value

@@ -12,6 +12,8 @@ away from zero), so the exported model computes what fnad computes.
 """
 import numpy as np
 
+from ..dtypes import kind_of
+
 INT64_MAX = np.iinfo(np.int64).max
 
 
@@ -24,7 +26,7 @@ def node(op_type, **attrs):
 
 
 def is_float(b, x):
-    return b.dtype(x).kind == "f"
+    return kind_of(b.dtype(x)) == "f"          # bfloat16 too (numpy's kind is "V")
 
 
 # --------------------------------------------------------------------------- elementwise
@@ -49,7 +51,7 @@ def _pick(b, x, y, compare, dtype):
     """numpy's maximum/minimum exactly: x where x is NaN or x `compare` y, else y (so
     NaN wins and maximum(0.0, -0.0) is -0.0, as numpy's kernels give)."""
     take = b.op(compare, x, y)
-    if np.dtype(dtype).kind == "f":
+    if kind_of(dtype) == "f":
         take = b.op("Or", b.op("IsNaN", x), take)
     return b.op("Where", take, x, y)
 
@@ -404,12 +406,12 @@ def cumulative(combine, identity):
 
 
 def _lowest(dtype):
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min if dtype.kind in "iu" \
+    return -np.inf if kind_of(dtype) == "f" else np.iinfo(dtype).min if dtype.kind in "iu" \
         else False
 
 
 def _highest(dtype):
-    return np.inf if dtype.kind == "f" else np.iinfo(dtype).max if dtype.kind in "iu" \
+    return np.inf if kind_of(dtype) == "f" else np.iinfo(dtype).max if dtype.kind in "iu" \
         else True
 
 
