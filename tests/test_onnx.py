@@ -683,6 +683,14 @@ def test_loader_refuses_training_dropout_and_string_constants():
         apply, params = fnad.onnx.load(model)
         with pytest.raises(fnad.errors.UnsupportedOperatorError, match=node.op_type):
             apply(params, np.ones(2, np.float32))
+    # a node reading a value nothing defines: a malformed model, said so
+    graph = helper.make_graph([helper.make_node("Relu", ["nowhere"], ["y"], name="r")], "g",
+                              [info("x", TensorProto.FLOAT, [2])],
+                              [info("y", TensorProto.FLOAT, None)])
+    apply, params = fnad.onnx.load(helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 18)]))
+    with pytest.raises(fnad.errors.FileFormatError, match="'nowhere'.*no graph input"):
+        apply(params, np.ones(2, np.float32))
 
 
 def test_bfloat16_exports_keep_nans_and_loads_weights_as_params():

@@ -61,7 +61,7 @@ def load(path_or_model):
         env.update(zip(names, inputs))
         ctx = Context(opset, run_graph)
         run_graph(ctx, graph, env)
-        outs = tuple(env[o] for o in outputs)
+        outs = tuple(_value(env, o, "the graph's output") for o in outputs)
         return outs[0] if len(outs) == 1 else outs
 
     apply_fn.input_names = names
@@ -74,7 +74,8 @@ def run_graph(ctx, graph, env):
     for t in graph.initializer:
         env.setdefault(t.name, numpy_helper.to_array(t))
     for node in graph.node:
-        args = [env[i] if i else None for i in node.input]
+        args = [_value(env, i, f"an input of {node.op_type} node {node.name!r}") if i
+                else None for i in node.input]
         attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
         ctx.outputs = len(node.output)
         if all(a is None or isinstance(a, np.ndarray) for a in args) and not any(
@@ -93,6 +94,16 @@ def run_graph(ctx, graph, env):
             if name:
                 env[name] = value
     return env
+
+
+def _value(env, name, what):
+    """The value named `name`; a model naming one that no input, initializer or earlier
+    node defines is malformed (ONNX graphs are topologically sorted)."""
+    try:
+        return env[name]
+    except KeyError:
+        raise FileFormatError("the ONNX model", f"fnad.onnx.load: {what} is {name!r}, which no "
+                              f"graph input, initializer or earlier node defines") from None
 
 
 def _unsupported(graph):
