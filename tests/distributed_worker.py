@@ -146,6 +146,12 @@ def communicator_checks():
         raise AssertionError("initialize accepted a string")
     if K == 1:
         return
+    # a jitted function called inside shard_map stages lax.axis_size as a number: its
+    # trace for the whole job must not serve the half below (same arguments)
+    scaled = fnad.jit(lambda v: v * lax.axis_size("half"))
+    one = fnp.asarray(np.ones(2))
+    assert np.all(np.asarray(D.shard_map(scaled, "half")(one)) == K)
+    assert np.all(np.asarray(D.shard_map(scaled, "half")(one)) == K)
     # the even and the odd ranks as two jobs of their own
     group = MPI.COMM_WORLD.Split(RANK % 2, RANK)
     D.initialize(group)
@@ -155,6 +161,9 @@ def communicator_checks():
                   fnad.jit(D.shard_map(lambda v: lax.psum(v, "half"), "half"))):
             total = g(np.float64(RANK))
             assert float(total) == sum(r for r in range(K) if r % 2 == RANK % 2), total
+        for _ in range(2):
+            got = np.asarray(D.shard_map(scaled, "half")(one))
+            assert np.all(got == group.Get_size()), (got, group.Get_size())
     finally:
         D.initialize(MPI.COMM_WORLD)
         group.Free()

@@ -242,8 +242,11 @@ class Jitted(Generic[P, R]):
         out = tree_unflatten(out_tree, call(closed, *flat))
         if self._traces.trace_count != traced:
             _first_call_took(_name_of(self.fun), time.perf_counter() - start)
+        # The fast table's key has no axis names: a trace made while names are bound
+        # (inside shard_map) may depend on them (lax.axis_size is a Python int), so
+        # only traces made with none bound go there (they cannot name an axis).
         if not kwargs and not self._call_positions(len(args))[0] \
-                and current_trace() is EVAL \
+                and current_trace() is EVAL and not trace_key[-1] \
                 and all(_concrete(a) for a in args) \
                 and len({a.device for a in args}) <= 1 \
                 and not any(isinstance(c, Tracer) for c in closed.consts):
