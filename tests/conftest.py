@@ -70,3 +70,17 @@ def jax_x64_restored():
     jax = sys.modules.get("jax")
     if jax is not None and bool(jax.config.jax_enable_x64) != bool(before):
         jax.config.update("jax_enable_x64", bool(before))
+
+
+@pytest.fixture
+def compiled_loops(monkeypatch):
+    """Loops compile synchronously (no background thread); yields this test's table of
+    them (fnad/backends/cpu/loops.py), so a test can check that each one compiled."""
+    import weakref
+
+    import fnad
+    from fnad.backends.cpu import loops
+    monkeypatch.setattr(fnad.config, "background_compile", False)
+    table = weakref.WeakKeyDictionary()
+    monkeypatch.setattr(loops, "_loops", table)
+    return table

@@ -2,7 +2,6 @@
 holds 16-bit values as their uint16 bits, as the fused kernels' drivers pass them, and
 gives the eager numbers and the Python loop's over the compiled body bit for bit
 (NaN, inf and -0.0 included)."""
-import weakref
 
 import numpy as np
 import pytest
@@ -12,23 +11,9 @@ import fnad.numpy as fnp
 from fnad import lax
 from fnad.backends.cpu import control, loops
 from fnad.dtypes import bfloat16
+from test_scan_compiled import assert_all_compiled
 
 DTYPES = [np.dtype(np.float16), bfloat16]
-
-
-@pytest.fixture
-def compiled_loops(monkeypatch):
-    """Loops compile synchronously; yields this test's table of them."""
-    monkeypatch.setattr(fnad.config, "background_compile", False)
-    table = weakref.WeakKeyDictionary()
-    monkeypatch.setattr(loops, "_loops", table)
-    return table
-
-
-def _assert_all_compiled(table):
-    entries = [entry for entries in table.values() for entry in entries.values()]
-    assert entries, "no loop ran"
-    assert all(e.ready for e in entries), [e.reason for e in entries]
 
 
 def _assert_same_bits(got, want):
@@ -46,7 +31,7 @@ def _compare(f, args, table, monkeypatch):
     jitted = fnad.jit(f)
     for _ in range(3):
         got = jitted(*args)
-    _assert_all_compiled(table)
+    assert_all_compiled(table)
     monkeypatch.setattr(control, "compiled_loop", lambda *a: None)
     _assert_same_bits(got, f(*args))
     _assert_same_bits(got, fnad.jit(f)(*args))

@@ -3,7 +3,6 @@
 with the same numbers as a numpy loop and as the Python loop over the compiled body;
 scan's reverse mode runs two loops (residuals stacked by the forward one) and its
 gradients match float64 finite differences and JAX."""
-import weakref
 
 import numpy as np
 import pytest
@@ -13,15 +12,6 @@ import fnad.numpy as fnp
 from fnad import lax
 from fnad.backends.cpu import control, loops
 from fnad.kernels.cpu import loop_linalg
-
-
-@pytest.fixture
-def compiled_loops(monkeypatch):
-    """Loops compile synchronously; yields this test's table of them."""
-    monkeypatch.setattr(fnad.config, "background_compile", False)
-    table = weakref.WeakKeyDictionary()
-    monkeypatch.setattr(loops, "_loops", table)
-    return table
 
 
 def _states(table):

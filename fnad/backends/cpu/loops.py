@@ -293,43 +293,27 @@ from fnad.core import PRIMITIVES
 from fnad.kernels.cpu import loop_arrays, loop_index, loop_linalg
 from fnad.kernels.cpu import special
 from fnad.kernels.cpu import half
-
-
-@numba.njit(cache=True, nogil=True)
-def float16_decoded(bits):
-    flat = np.ascontiguousarray(bits).ravel()
-    out = np.empty(flat.size, np.float32)
-    for i in range(flat.size):
-        out[i] = half.to_float(flat[i])
-    return out.reshape(bits.shape)
-
-
-@numba.njit(cache=True, nogil=True)
-def float16_encoded(values):
-    flat = np.ascontiguousarray(values).ravel()
-    out = np.empty(flat.size, np.uint16)
-    for i in range(flat.size):
-        out[i] = half.to_bits(flat[i])
-    return out.reshape(values.shape)
-
-
-@numba.njit(cache=True, nogil=True)
-def bfloat16_decoded(bits):
-    flat = np.ascontiguousarray(bits).ravel()
-    out = np.empty(flat.size, np.float32)
-    for i in range(flat.size):
-        out[i] = half.bfloat16_to_float(flat[i])
-    return out.reshape(bits.shape)
-
-
-@numba.njit(cache=True, nogil=True)
-def bfloat16_encoded(values):
-    flat = np.ascontiguousarray(values).ravel()
-    out = np.empty(flat.size, np.uint16)
-    for i in range(flat.size):
-        out[i] = half.bfloat16_to_bits(flat[i])
-    return out.reshape(values.shape)
 """
+
+
+def _codec_source(name, scalar, out_dtype):
+    """A loop-module function applying half.<scalar> to every element of an array."""
+    return f"""
+
+@numba.njit(cache=True, nogil=True)
+def {name}(array):
+    flat = np.ascontiguousarray(array).ravel()
+    out = np.empty(flat.size, np.{out_dtype})
+    for i in range(flat.size):
+        out[i] = half.{scalar}(flat[i])
+    return out.reshape(array.shape)
+"""
+
+
+HEADER += "".join(_codec_source(*c) for c in (
+    ("float16_decoded", "to_float", "float32"), ("float16_encoded", "to_bits", "uint16"),
+    ("bfloat16_decoded", "bfloat16_to_float", "float32"),
+    ("bfloat16_encoded", "bfloat16_to_bits", "uint16")))
 # The 16-bit floats' (decode to float32 arrays, encode to bits) in HEADER.
 _CODEC_FUNCTIONS = {np.dtype(np.float16): ("float16_decoded", "float16_encoded"),
                     **{d: ("bfloat16_decoded", "bfloat16_encoded")
